@@ -1,0 +1,53 @@
+"""The code-aware analyser shared by indexing and querying.
+
+Tantivy's built-in tokenizers do not split `getHTTPResponse` or `merge_environment_settings`,
+so analysis happens here, in Python, and Tantivy indexes the result with its whitespace
+tokenizer. Using one function for documents and queries keeps the two sides identical.
+Every identifier yields itself (lowercased) and, when compound, its parts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)*")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+MAX_TERM_LEN = 64
+
+
+def split_identifier(ident: str) -> list[str]:
+    """`getHTTPResponse_code` -> ['get', 'http', 'response', 'code']."""
+    parts: list[str] = []
+    for piece in ident.split("_"):
+        parts.extend(p.lower() for p in _CAMEL.findall(piece))
+    return [p for p in parts if p]
+
+
+def terms(text: str) -> list[str]:
+    """Index terms of a text: whole identifiers plus their compound parts, lowercased."""
+    out: list[str] = []
+    for match in _IDENT.finditer(text):
+        token = match.group(0)
+        if len(token) > MAX_TERM_LEN:
+            continue
+        whole = token.lower().strip("_") or token.lower()
+        out.append(whole)
+        if not token[0].isdigit():
+            parts = split_identifier(token)
+            if len(parts) > 1 or (parts and parts[0] != whole):
+                out.extend(p for p in parts if p != whole)
+    return out
+
+
+def path_terms(path: str) -> list[str]:
+    """Terms of a workspace path: directories, file stem and their identifier parts."""
+    return terms(re.sub(r"[/\\.\-]", " ", path))
+
+
+def query_terms(text: str, limit: int = 256) -> Counter[str]:
+    """Distinct query terms with their counts, the `limit` most frequent (then first seen)."""
+    counts = Counter(terms(text))
+    if len(counts) <= limit:
+        return counts
+    return Counter(dict(counts.most_common(limit)))

@@ -1,0 +1,336 @@
+"""Split a source file into retrieval units: definitions for code, sections for prose.
+
+Code (tree-sitter): one chunk per function/method/class; a class that does not fit is split
+into its header (signature, docstring, attributes) and its members; a function that does not
+fit is split at statement boundaries; tiny neighbours are merged (cAST-style). Markdown/RST
+split at headings; anything else in line windows. Every chunk carries a deterministic
+contextual header (path + enclosing signatures) that is indexed and embedded with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+
+from indexers.languages import CODE_LANGUAGES, parser
+
+MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
+MIN_CHARS = 300  # neighbours smaller than this are merged
+WINDOW_LINES = 60
+_COMMENT_PREFIXES = ("#", "//", "/*", "*", "--", ";")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    path: str
+    start_line: int  # 1-based, inclusive
+    end_line: int
+    symbol: str | None  # qualified name of the enclosing definition, e.g. "Session.request"
+    kind: str  # function | method | class | module | section | window
+    language: str
+    header: str
+    text: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @property
+    def id(self) -> str:
+        key = f"{self.path}\x00{self.start_line}\x00{self.end_line}\x00{self.sha256}"
+        return hashlib.sha1(key.encode("utf-8", "surrogatepass")).hexdigest()[:20]
+
+
+@dataclass
+class _Seg:
+    start: int  # 0-based line indexes, inclusive
+    end: int
+    symbol: str | None
+    kind: str
+    context: list[str] = field(default_factory=list)  # enclosing signatures, outermost first
+    mergeable: bool = True
+
+
+# node type -> chunk kind, per language family
+_DEFS: dict[str, dict[str, str]] = {
+    "python": {"function_definition": "function", "class_definition": "class"},
+    "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
+                   "class_declaration": "class", "method_definition": "method"},
+    "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class"},
+    "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
+             "trait_item": "class", "mod_item": "class"},
+    "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
+             "record_declaration": "class", "method_declaration": "method", "constructor_declaration": "method"},
+    "c": {"function_definition": "function", "struct_specifier": "class"},
+    "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
+            "namespace_definition": "class"},
+}
+_DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declaration": "class",
+                                       "abstract_class_declaration": "class", "enum_declaration": "class",
+                                       "type_alias_declaration": "class", "function_signature": "function"}
+_WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+_BODY_FIELDS = ("body", "declaration_list")
+
+
+def parse(text: str, language: str):
+    """The tree-sitter tree of a code file, or None (unknown language, broken grammar)."""
+    if language not in CODE_LANGUAGES:
+        return None
+    ts_parser = parser(language)
+    if ts_parser is None:
+        return None
+    try:
+        return ts_parser.parse(text.encode("utf-8", "surrogatepass"))
+    except Exception:
+        return None
+
+
+def chunk_file(path: str, text: str, language: str, tree=None) -> list[Chunk]:
+    """All chunks of one file, in line order. Never raises on odd input."""
+    lines = text.splitlines()
+    if not lines or not text.strip():
+        return []
+    segs: list[_Seg] | None = None
+    if language in CODE_LANGUAGES:
+        tree = tree if tree is not None else parse(text, language)
+        segs = _code_segments(tree, lines, language) if tree is not None else None
+    elif language == "markdown":
+        segs = _heading_segments(lines, _markdown_heading)
+    elif language == "rst":
+        segs = _heading_segments(lines, _rst_heading)
+    if not segs:
+        segs = _windows(0, len(lines) - 1, None, "window", [])
+    return [_to_chunk(path, language, lines, s) for s in _merge(segs, lines) if _has_text(lines, s)]
+
+
+def _has_text(lines: list[str], seg: _Seg) -> bool:
+    return any(line.strip() for line in lines[seg.start: seg.end + 1])
+
+
+def _to_chunk(path: str, language: str, lines: list[str], seg: _Seg) -> Chunk:
+    body = "\n".join(lines[seg.start: seg.end + 1])
+    header = " · ".join([path, *seg.context])
+    return Chunk(path, seg.start + 1, seg.end + 1, seg.symbol, seg.kind, language, header, body)
+
+
+def _seg_chars(lines: list[str], seg: _Seg) -> int:
+    return sum(len(line) + 1 for line in lines[seg.start: seg.end + 1])
+
+
+def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
+    """Fill gaps between segments, then merge small neighbours of the same container."""
+    segs = sorted(segs, key=lambda s: s.start)
+    filled: list[_Seg] = []
+    cursor = 0
+    for seg in segs:
+        if seg.start > cursor:  # uncovered lines: imports and statements, or only comments
+            gap = [line.strip() for line in lines[cursor: seg.start]]
+            if all(not g or g.startswith(_COMMENT_PREFIXES) for g in gap):
+                nonblank = [i for i, g in enumerate(gap) if g]
+                if nonblank:  # leading comments belong to the definition they precede
+                    seg.start = cursor + nonblank[0]
+            else:
+                filled.extend(_windows(cursor, seg.start - 1, None, "module", []))
+        seg.start = max(seg.start, cursor)
+        if seg.end >= seg.start:
+            filled.append(seg)
+        cursor = max(cursor, seg.end + 1)
+    if cursor < len(lines):
+        filled.extend(_windows(cursor, len(lines) - 1, None, "module", []))
+    merged: list[_Seg] = []
+    for seg in filled:
+        prev = merged[-1] if merged else None
+        if (prev is not None and prev.mergeable and seg.mergeable and prev.context[:-1] == seg.context[:-1]
+                and _seg_chars(lines, prev) < MIN_CHARS and _seg_chars(lines, seg) < MIN_CHARS
+                and _seg_chars(lines, prev) + _seg_chars(lines, seg) <= MAX_CHARS):
+            if prev.symbol is None:  # a gap merged into a definition takes the definition's identity
+                prev.symbol, prev.kind, prev.context = seg.symbol, seg.kind, seg.context
+            prev.end = seg.end
+        else:
+            merged.append(seg)
+    return merged
+
+
+def _windows(start: int, end: int, symbol: str | None, kind: str, context: list[str]) -> list[_Seg]:
+    return [_Seg(s, min(s + WINDOW_LINES - 1, end), symbol, kind, list(context))
+            for s in range(start, end + 1, WINDOW_LINES)]
+
+
+# --- code -------------------------------------------------------------------------------
+
+def _code_segments(tree, lines: list[str], language: str) -> list[_Seg]:
+    defs = _DEFS.get(language, {})
+    segs: list[_Seg] = []
+    _walk_container(tree.root_node, defs, lines, None, [], segs, depth=0)
+    return segs
+
+
+def _unwrap(node, defs):
+    """(definition node, outer node incl. decorators/export) or None."""
+    if node.type in defs:
+        return node, node
+    if node.type in _WRAPPERS:
+        for child in node.named_children:
+            if child.type in defs:
+                return child, node
+            if child.type in _WRAPPERS:
+                inner = _unwrap(child, defs)
+                if inner:
+                    return inner[0], node
+    if node.type in ("lexical_declaration", "variable_declaration"):  # const f = () => {...}
+        for decl in node.named_children:
+            value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
+            if value is not None and value.type in ("arrow_function", "function_expression", "function"):
+                return decl, node
+    return None
+
+
+def def_name(node) -> str | None:
+    """The declared name of a definition node, across grammars."""
+    if node.type == "impl_item":
+        typ = node.child_by_field_name("type")
+        trait = node.child_by_field_name("trait")
+        return _text(typ) if trait is None else f"{_text(typ)}"
+    if node.type == "type_declaration":
+        for spec in node.named_children:
+            name = spec.child_by_field_name("name")
+            if name is not None:
+                return _text(name)
+        return None
+    name = node.child_by_field_name("name")
+    if name is not None:
+        return _text(name)
+    declarator = node.child_by_field_name("declarator")  # C/C++ functions: walk the declarator chain
+    while declarator is not None:
+        if declarator.type in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                               "operator_name", "type_identifier"):
+            return _text(declarator)
+        declarator = declarator.child_by_field_name("declarator")
+    return None
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def _signature(lines: list[str], node) -> str:
+    first = lines[node.start_point[0]].strip() if node.start_point[0] < len(lines) else ""
+    return first[:200]
+
+
+def _body(node):
+    for name in _BODY_FIELDS:
+        body = node.child_by_field_name(name)
+        if body is not None:
+            return body
+    for child in node.named_children:
+        if child.type in ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body",
+                          "enum_body", "statement_block"):
+            return child
+    return None
+
+
+def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
+    for child in node.named_children:
+        found = _unwrap(child, defs)
+        if found is None:
+            continue
+        definition, outer = found
+        name = def_name(definition) or "<anonymous>"
+        kind = defs.get(definition.type, "function")
+        if kind == "function" and qual is not None:
+            kind = "method"
+        symbol = f"{qual}.{name}" if qual else name
+        start, end = outer.start_point[0], outer.end_point[0]
+        own_context = [*context, _signature(lines, definition)]
+        size = sum(len(lines[i]) + 1 for i in range(start, min(end, len(lines) - 1) + 1))
+        body = _body(definition)
+        if size <= MAX_CHARS or depth > 6:
+            segs.append(_Seg(start, end, symbol, kind, own_context))
+        elif kind == "class" and body is not None and _has_defs(body, defs):
+            first_member = _first_def_line(body, defs) or end
+            segs.append(_Seg(start, max(start, first_member - 1), symbol, kind, own_context, mergeable=False))
+            _walk_container(body, defs, lines, symbol, own_context, segs, depth + 1)
+        else:
+            segs.extend(_split_large(definition, start, end, body, lines, symbol, kind, own_context))
+
+
+def _has_defs(body, defs) -> bool:
+    return any(_unwrap(c, defs) for c in body.named_children)
+
+
+def _first_def_line(body, defs) -> int | None:
+    for child in body.named_children:
+        if _unwrap(child, defs):
+            return child.start_point[0]
+    return None
+
+
+def _split_large(definition, start, end, body, lines, symbol, kind, context) -> list[_Seg]:
+    """Pack a long definition's statements into pieces of at most MAX_CHARS."""
+    cuts = [c.start_point[0] for c in body.named_children] if body is not None else []
+    cuts = sorted({c for c in cuts if start < c <= end})
+    pieces: list[_Seg] = []
+    piece_start, size = start, 0
+    for line in range(start, end + 1):
+        if line in cuts and size > MAX_CHARS * 0.6 and line > piece_start:
+            pieces.append(_Seg(piece_start, line - 1, symbol, kind, list(context), mergeable=False))
+            piece_start, size = line, 0
+        size += len(lines[line]) + 1 if line < len(lines) else 0
+        if size > MAX_CHARS * 2:  # one enormous statement: cut anyway
+            pieces.append(_Seg(piece_start, line, symbol, kind, list(context), mergeable=False))
+            piece_start, size = line + 1, 0
+    if piece_start <= end:
+        pieces.append(_Seg(piece_start, end, symbol, kind, list(context), mergeable=False))
+    return pieces
+
+
+# --- prose ------------------------------------------------------------------------------
+
+_ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_RST_UNDERLINE = re.compile(r"^([=\-~^\"'`#*+.:_])\1{2,}\s*$")
+
+
+def _markdown_heading(lines: list[str], i: int, in_fence: bool) -> tuple[int, str] | None:
+    if in_fence:
+        return None
+    m = _ATX.match(lines[i])
+    return (len(m.group(1)), m.group(2)) if m else None
+
+
+_RST_LEVELS: dict[str, int] = {}
+
+
+def _rst_heading(lines: list[str], i: int, in_fence: bool) -> tuple[int, str] | None:
+    if i + 1 >= len(lines) or not lines[i].strip() or _RST_UNDERLINE.match(lines[i]):
+        return None
+    m = _RST_UNDERLINE.match(lines[i + 1])
+    if m and len(lines[i + 1].strip()) >= len(lines[i].strip()):
+        level = _RST_LEVELS.setdefault(m.group(1), len(_RST_LEVELS) + 1)
+        return min(level, 6), lines[i].strip()
+    return None
+
+
+def _heading_segments(lines: list[str], heading) -> list[_Seg]:
+    starts: list[tuple[int, list[str]]] = []
+    trail: list[tuple[int, str]] = []
+    in_fence = False
+    for i, line in enumerate(lines):
+        if line.lstrip().startswith(("```", "~~~")):
+            in_fence = not in_fence
+        found = heading(lines, i, in_fence)
+        if found:
+            level, title = found
+            trail = [t for t in trail if t[0] < level] + [(level, title[:120])]
+            starts.append((i, [t[1] for t in trail]))
+    if not starts or starts[0][0] != 0:
+        starts.insert(0, (0, []))
+    segs: list[_Seg] = []
+    for n, (start, titles) in enumerate(starts):
+        end = starts[n + 1][0] - 1 if n + 1 < len(starts) else len(lines) - 1
+        symbol = " > ".join(titles) or None
+        pieces = _windows(start, end, symbol, "section", titles) if end - start >= WINDOW_LINES else \
+            [_Seg(start, end, symbol, "section", titles)]
+        segs.extend(pieces)
+    return segs

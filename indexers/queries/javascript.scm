@@ -1,0 +1,5 @@
+(call_expression function: (identifier) @call)
+(call_expression function: (member_expression object: (_) @call.object property: (property_identifier) @call.attr))
+(new_expression constructor: (identifier) @call)
+(import_statement source: (string) @import)
+(class_heritage (identifier) @inherit)

@@ -1,0 +1,195 @@
+"""The manifest and chunk store: one SQLite database in the index directory.
+
+Tables: `files` (the manifest: path, size, mtime, sha256), `chunks` (location, symbol, text,
+tokens, whether its vector is in LanceDB), `symbols` and `edges` (the code graph), `meta`.
+A file's rows are replaced in one transaction, after its Tantivy commit: the manifest is
+written last, so a crash leaves the file looking unindexed and the next run redoes it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexers.chunk import Chunk
+
+SCHEMA_VERSION = 1
+
+_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS files (
+    path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, sha256 TEXT, language TEXT, indexed_at REAL);
+CREATE TABLE IF NOT EXISTS chunks (
+    id TEXT PRIMARY KEY, path TEXT, start_line INTEGER, end_line INTEGER, symbol TEXT, kind TEXT,
+    language TEXT, header TEXT, text TEXT, sha256 TEXT, tokens INTEGER, embedded INTEGER DEFAULT 0);
+CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(embedded);
+CREATE TABLE IF NOT EXISTS symbols (
+    id TEXT PRIMARY KEY, path TEXT, name TEXT, qualname TEXT, kind TEXT, start_line INTEGER, end_line INTEGER);
+CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
+CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
+CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
+CREATE TABLE IF NOT EXISTS edges (
+    path TEXT, source TEXT, target TEXT, type TEXT, line INTEGER);
+CREATE INDEX IF NOT EXISTS edges_path ON edges(path);
+"""
+
+
+@dataclass(frozen=True)
+class FileRecord:
+    path: str
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    id: str
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    kind: str
+    language: str
+    header: str
+    text: str
+    sha256: str
+    tokens: int
+    embedded: bool
+
+
+_CHUNK_COLUMNS = "id, path, start_line, end_line, symbol, kind, language, header, text, sha256, tokens, embedded"
+
+
+class Store:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._lock = threading.RLock()
+        with self._lock:
+            self._db.executescript(_DDL)
+            if self.get_meta("schema_version") is None:
+                self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # --- meta --------------------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+
+    # --- manifest ----------------------------------------------------------------------
+    def files(self) -> dict[str, FileRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files").fetchall()
+        return {r[0]: FileRecord(*r) for r in rows}
+
+    def file(self, path: str) -> FileRecord | None:
+        with self._lock:
+            row = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files WHERE path=?", (path,)).fetchone()
+        return FileRecord(*row) if row else None
+
+    def touch_files(self, records: Sequence[FileRecord]) -> None:
+        """Same content, new stat: update size/mtime only."""
+        with self._lock:
+            self._db.executemany("UPDATE files SET size=?, mtime_ns=? WHERE path=?",
+                                 [(r.size, r.mtime_ns, r.path) for r in records])
+
+    def replace_files(self, removed: Iterable[str], records: Sequence[tuple[FileRecord, str]],
+                      chunks: Sequence[tuple[Chunk, int]], symbols: Sequence[tuple], edges: Sequence[tuple],
+                      embedded_ids: set[str] = frozenset()) -> None:
+        """Atomically replace everything stored for these files (manifest row last)."""
+        paths = list(dict.fromkeys([*removed, *(r.path for r, _ in records)]))
+        with self._lock:
+            cur = self._db.cursor()
+            cur.execute("BEGIN IMMEDIATE")
+            try:
+                for table in ("chunks", "symbols", "edges", "files"):
+                    cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
+                cur.executemany(
+                    f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    [(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
+                      c.sha256, tokens, int(c.id in embedded_ids)) for c, tokens in chunks])
+                cur.executemany("INSERT OR REPLACE INTO symbols VALUES (?,?,?,?,?,?,?)", symbols)
+                cur.executemany("INSERT INTO edges VALUES (?,?,?,?,?)", edges)
+                now = time.time()
+                cur.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
+                                [(r.path, r.size, r.mtime_ns, r.sha256, lang, now) for r, lang in records])
+                cur.execute("COMMIT")
+            except BaseException:
+                cur.execute("ROLLBACK")
+                raise
+        self.set_meta("last_updated", str(time.time()))
+
+    # --- chunks ------------------------------------------------------------------------
+    def chunks_by_id(self, ids: Sequence[str]) -> dict[str, StoredChunk]:
+        out: dict[str, StoredChunk] = {}
+        ids = list(ids)
+        with self._lock:
+            for i in range(0, len(ids), 500):
+                part = ids[i: i + 500]
+                marks = ",".join("?" * len(part))
+                for row in self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
+                    out[row[0]] = _stored(row)
+        return out
+
+    def chunks_for_path(self, path: str) -> list[StoredChunk]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE path=? ORDER BY start_line",
+                                    (path,)).fetchall()
+        return [_stored(r) for r in rows]
+
+    def chunk_ids_for_paths(self, paths: Sequence[str]) -> list[str]:
+        out: list[str] = []
+        with self._lock:
+            for p in paths:
+                out.extend(r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path=?", (p,)))
+        return out
+
+    def pending_chunks(self, limit: int) -> list[StoredChunk]:
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE embedded=0 LIMIT ?",
+                                    (limit,)).fetchall()
+        return [_stored(r) for r in rows]
+
+    def mark_embedded(self, ids: Sequence[str]) -> None:
+        with self._lock:
+            self._db.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])
+
+    def counts(self) -> dict[str, int]:
+        with self._lock:
+            files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+            chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
+            pending = self._db.execute("SELECT COUNT(*) FROM chunks WHERE embedded=0").fetchone()[0]
+            symbols = self._db.execute("SELECT COUNT(*) FROM symbols").fetchone()[0]
+            edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
+        return {"files": files, "chunks": chunks, "vectors_pending": pending, "symbols": symbols, "edges": edges}
+
+    def all_paths(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT path FROM files ORDER BY path")]
+
+    # --- symbols and graph -------------------------------------------------------------
+    def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
+        """Read-only SQL for the graph and anchor lookups (kept in one place for locking)."""
+        with self._lock:
+            return self._db.execute(sql, params).fetchall()
+
+
+def _stored(row: tuple) -> StoredChunk:
+    return StoredChunk(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
+                       bool(row[11]))

@@ -1,0 +1,126 @@
+"""Definitions, calls, references, imports and inheritance from tree-sitter.
+
+Definitions are found by the same node types the chunker uses (with qualified names such as
+`Session.request`); everything else comes from the per-language queries in `queries/*.scm`,
+kept as data files. Targets are stored unresolved (`self.send`, `Session`, `..models:Request`);
+`indexers.graph` resolves them across files when the graph is loaded, so a changed file only
+replaces its own rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import PurePosixPath
+
+from tree_sitter import Query, QueryCursor
+
+from indexers.chunk import _DEFS, _unwrap, _body, def_name
+from indexers.languages import grammar
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class FileGraph:
+    symbols: list[tuple] = field(default_factory=list)  # (id, path, name, qualname, kind, start, end)
+    edges: list[tuple] = field(default_factory=list)  # (path, source id, target, type, line)
+
+
+def module_name(path: str) -> str:
+    """`src/pkg/mod.py` -> `src.pkg.mod`; `pkg/__init__.py` -> `pkg`."""
+    p = PurePosixPath(path)
+    parts = list(p.parent.parts) + ([] if p.stem in ("__init__", "index", "mod") else [p.stem])
+    return ".".join(parts) or p.stem
+
+
+@functools.cache
+def _query(language: str) -> Query | None:
+    try:
+        source = resources.files("indexers").joinpath(f"queries/{language}.scm").read_text()
+        return Query(grammar(language), source)
+    except Exception as exc:  # a missing or broken query file disables edges for that language only
+        log.warning("no graph query for %s: %s", language, exc)
+        return None
+
+
+def extract(path: str, language: str, tree) -> FileGraph:
+    graph = FileGraph()
+    graph.symbols.append((path, path, PurePosixPath(path).name, module_name(path), "file", 1,
+                          tree.root_node.end_point[0] + 1))
+    spans: list[tuple[int, int, str, str]] = []  # (start, end, symbol id, qualname) for enclosing lookup
+    _collect_defs(tree.root_node, _DEFS.get(language, {}), path, None, path, graph, spans, depth=0)
+    query = _query(language)
+    if query is None:
+        return graph
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    for _, captures in QueryCursor(query).matches(tree.root_node):
+        _add_match(captures, path, spans, graph)
+    return graph
+
+
+def _collect_defs(node, defs, path, qual, parent_id, graph, spans, depth) -> None:
+    if depth > 8:
+        return
+    for child in node.named_children:
+        found = _unwrap(child, defs)
+        if found is None:
+            if child.type in ("block", "statement_block", "if_statement", "try_statement", "with_statement"):
+                _collect_defs(child, defs, path, qual, parent_id, graph, spans, depth + 1)
+            continue
+        definition, outer = found
+        name = def_name(definition) or "<anonymous>"
+        kind = defs.get(definition.type, "function")
+        if kind == "function" and qual is not None:
+            kind = "method"
+        qualname = f"{qual}.{name}" if qual else name
+        sid = f"{path}::{qualname}"
+        start, end = outer.start_point[0] + 1, outer.end_point[0] + 1
+        graph.symbols.append((sid, path, name.split("::")[-1].split(".")[-1], qualname, kind, start, end))
+        graph.edges.append((path, parent_id, sid, "contains", start))
+        spans.append((start, end, sid, qualname))
+        body = _body(definition)
+        if body is not None:
+            _collect_defs(body, defs, path, qualname if kind == "class" else qual if kind == "method" else qualname,
+                          sid, graph, spans, depth + 1)
+
+
+def _enclosing(spans, line: int, default: str) -> str:
+    best = default
+    for start, end, sid, _ in spans:
+        if start > line:
+            break
+        if start <= line <= end:
+            best = sid  # spans are sorted by start, so the last hit is the innermost
+    return best
+
+
+def _text(nodes) -> str:
+    node = nodes[0] if isinstance(nodes, list) else nodes
+    return node.text.decode("utf-8", "replace") if node.text is not None else ""
+
+
+def _add_match(captures: dict, path: str, spans, graph: FileGraph) -> None:
+    anchor = next(iter(captures.values()))[0]
+    line = anchor.start_point[0] + 1
+    source = _enclosing(spans, line, path)
+    if "call" in captures:
+        graph.edges.append((path, source, _text(captures["call"]), "call", line))
+    elif "call.attr" in captures:
+        obj = _text(captures["call.object"]) if "call.object" in captures else ""
+        target = f"{obj}.{_text(captures['call.attr'])}" if obj and len(obj) < 80 else _text(captures["call.attr"])
+        graph.edges.append((path, source, target, "call", line))
+    elif "import" in captures:
+        alias = _text(captures["import.alias"]) if "import.alias" in captures else ""
+        target = _text(captures["import"]).strip("\"'<>")
+        graph.edges.append((path, path, f"{target}={alias}" if alias else target, "import", line))
+    elif "from.module" in captures:
+        alias = _text(captures["from.alias"]) if "from.alias" in captures else ""
+        target = f"{_text(captures['from.module'])}:{_text(captures['from.name'])}"
+        graph.edges.append((path, path, f"{target}={alias}" if alias else target, "import", line))
+    elif "inherit" in captures:
+        graph.edges.append((path, source, _text(captures["inherit"]), "inherit", line))
+    elif "ref" in captures:
+        graph.edges.append((path, source, _text(captures["ref"]), "reference", line))

@@ -1,0 +1,218 @@
+"""Bring the index up to date with the workspace: the one writer of every index part.
+
+Commit protocol, per batch of files (see README "Crash safety"):
+ 1. Tantivy: delete the batch's paths, add their chunks, commit.
+ 2. SQLite: replace the batch's chunks, symbols, edges and manifest rows in one transaction.
+ 3. LanceDB: delete the batch's old vectors.
+Vectors are then filled in behind (`embed_pending`), upserted by chunk id, and each chunk is
+marked embedded only after its row is in LanceDB. A kill between any two steps leaves an index
+that opens and answers (ids unknown to the store are ignored), and since the manifest row is
+written after the lexical commit, the next sync redoes exactly the unfinished files.
+A file lock keeps two processes from writing the same index at once.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexers.chunk import Chunk, chunk_file, parse
+from indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
+from indexers.languages import language_for
+from indexers.lexical import LexicalIndex
+from indexers.store import FileRecord, Store
+from indexers.symbols import extract
+from indexers.tokens import count_tokens
+from indexers.vectors import VectorIndex
+from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, file_sha256, read_source, walk
+
+log = logging.getLogger(__name__)
+BATCH_FILES = 200
+EMBED_BATCH = 64
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+
+class IndexBusy(RuntimeError):
+    """Another process is writing this index."""
+
+
+@dataclass
+class SyncResult:
+    files_scanned: int = 0
+    files_changed: int = 0
+    files_removed: int = 0
+    chunks_added: int = 0
+    chunks_removed: int = 0
+    chunks_embedded: int = 0
+    embeddings_reused: int = 0
+    duration_ms: float = 0.0
+    skipped: dict[str, int] = field(default_factory=dict)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+class WriteLock:
+    """An flock on the index directory: released by the OS if the holder is killed."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def __enter__(self) -> "WriteLock":
+        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(self._fd)
+            self._fd = None
+            raise IndexBusy(f"another process is writing the index at {self.path.parent}") from None
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+class Indexer:
+    def __init__(self, root: Path, index_dir: Path, cache: EmbeddingCache | None, embedder: Embedder | None,
+                 *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+        self.root = root.resolve()
+        self.index_dir = index_dir
+        index_dir.mkdir(parents=True, exist_ok=True)
+        self.store = Store(index_dir / "index.db")
+        self.lexical = LexicalIndex(index_dir / "tantivy")
+        self.cache = cache
+        self.embedder = embedder
+        self.vectors = VectorIndex(index_dir / "lance", embedder.dim) if embedder is not None else None
+        self.max_file_bytes = max_file_bytes
+        self._lock_path = index_dir / "write.lock"
+
+    # --- lexical, graph and manifest ------------------------------------------------------
+    def sync(self, paths: Iterable[str] | None = None, *, full: bool = False,
+             progress: Progress | None = None) -> SyncResult:
+        started = time.perf_counter()
+        result = SyncResult()
+        scopes = [p.strip("/") for p in paths] if paths is not None else None
+        with WriteLock(self._lock_path):
+            stats = WalkStats()
+            t0 = time.perf_counter()
+            seen = {e.path: e for e in walk(self.root, max_file_bytes=self.max_file_bytes, stats=stats)
+                    if _in_scope(e.path, scopes)}
+            result.timings_ms["walk"] = _ms(t0)
+            result.files_scanned = len(seen)
+            manifest = self.store.files()
+            removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
+            candidates = [e for p, e in seen.items()
+                          if full or p not in manifest or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]
+            skipped: Counter[str] = Counter(stats.skipped)
+            self._apply(candidates, removed, manifest, result, skipped, progress)
+            result.skipped = dict(skipped)
+        result.duration_ms = _ms(started)
+        return result
+
+    def _apply(self, candidates, removed, manifest, result: SyncResult, skipped: Counter, progress) -> None:
+        touched: list[FileRecord] = []
+        batch: list[tuple[FileRecord, str, list[Chunk], tuple]] = []
+        timings = Counter()
+        total = len(candidates)
+        if removed:
+            self._flush([], removed, result, timings)
+            result.files_removed = len(removed)
+        for n, entry in enumerate(candidates, 1):
+            t0 = time.perf_counter()
+            source = read_source(entry.abs_path)
+            if isinstance(source, str):  # vanished, unreadable or binary since the walk
+                skipped[source] += 1
+                if entry.path in manifest:
+                    self._flush([], [entry.path], result, timings)
+                    result.files_removed += 1
+                continue
+            text, sha = source
+            record = FileRecord(entry.path, entry.size, entry.mtime_ns, sha)
+            old = manifest.get(entry.path)
+            if old is not None and old.sha256 == sha:  # touched, not changed
+                touched.append(record)
+                continue
+            language = language_for(entry.path)
+            tree = parse(text, language)
+            chunks = chunk_file(entry.path, text, language, tree)
+            graph = extract(entry.path, language, tree) if tree is not None else None
+            timings["parse_chunk"] += _ms(t0)
+            batch.append((record, language, chunks, graph))
+            result.files_changed += 1
+            if len(batch) >= BATCH_FILES:
+                self._flush(batch, [], result, timings)
+                batch = []
+            if progress:
+                progress("lexical", n, total)
+        self._flush(batch, [], result, timings)
+        if touched:
+            self.store.touch_files(touched)
+        result.timings_ms.update({k: round(v, 1) for k, v in timings.items()})
+
+    def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter) -> None:
+        if not batch and not removed:
+            return
+        paths = [*removed, *(r.path for r, _, _, _ in batch)]
+        chunks = [c for _, _, cs, _ in batch for c in cs]
+        result.chunks_removed += len(self.store.chunk_ids_for_paths(paths))
+        t0 = time.perf_counter()
+        self.lexical.replace(paths, chunks)
+        timings["lexical"] += _ms(t0)
+        t0 = time.perf_counter()
+        tokens = count_tokens([c.text for c in chunks]) if chunks else []
+        symbols = [s for *_, g in batch if g for s in g.symbols]
+        edges = [e for *_, g in batch if g for e in g.edges]
+        self.store.replace_files(removed, [(r, lang) for r, lang, _, _ in batch], list(zip(chunks, tokens)),
+                                 symbols, edges)
+        timings["store_graph"] += _ms(t0)
+        if self.vectors is not None:
+            self.vectors.delete_paths(paths)
+        result.chunks_added += len(chunks)
+
+    # --- vectors, behind ------------------------------------------------------------------
+    def embed_pending(self, *, should_stop: Callable[[], bool] | None = None,
+                      progress: Progress | None = None) -> tuple[int, int]:
+        """Embed chunks without vectors (cache first). Returns (embedded, reused)."""
+        if self.embedder is None or self.vectors is None or self.cache is None:
+            return 0, 0
+        embedded = reused = 0
+        total = self.store.counts()["vectors_pending"]
+        with WriteLock(self._lock_path):
+            while not (should_stop and should_stop()):
+                pending = self.store.pending_chunks(EMBED_BATCH)
+                if not pending:
+                    break
+                inputs = [embed_text(c.header, c.text) for c in pending]
+                shas = [text_sha(t) for t in inputs]
+                cached = self.cache.get_many(self.embedder.model_id, shas)
+                missing = [i for i, s in enumerate(shas) if s not in cached]
+                if missing:
+                    fresh = self.embedder.embed([inputs[i] for i in missing])
+                    self.cache.put_many(self.embedder.model_id, {shas[i]: v for i, v in zip(missing, fresh)})
+                    cached.update({shas[i]: v for i, v in zip(missing, fresh)})
+                self.vectors.upsert([c.id for c in pending], [c.path for c in pending],
+                                    [cached[s] for s in shas])
+                self.store.mark_embedded([c.id for c in pending])
+                embedded += len(missing)
+                reused += len(pending) - len(missing)
+                if progress:
+                    progress("vectors", embedded + reused, total)
+            if embedded + reused > 1000:
+                self.vectors.optimize()
+        return embedded, reused
+
+
+def _in_scope(path: str, scopes: list[str] | None) -> bool:
+    return scopes is None or any(s in ("", ".") or path == s or path.startswith(s + "/") for s in scopes)
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000

@@ -1,0 +1,185 @@
+"""Walk a workspace the way git would see it, and say why anything was skipped.
+
+Honours nested `.gitignore` files, `.git/info/exclude` and `.mcp-retrieval-ignore`
+(gitignore syntax, matched with pathspec); prunes vendored and generated trees; skips
+binaries, oversized files and symlinks that leave the root. Never raises for one bad file:
+the file is skipped and the reason counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+DEFAULT_MAX_FILE_BYTES = 1_000_000
+
+# Directories that are never source of truth: dependencies, build output, caches.
+PRUNED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", "__pycache__", "build", "dist",
+    ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages",
+    "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
+})
+GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock"})
+BINARY_SUFFIXES = frozenset({
+    ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".pdf", ".zip", ".gz", ".tgz", ".bz2",
+    ".xz", ".7z", ".tar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
+    ".jar", ".onnx", ".bin", ".pt", ".npy", ".npz", ".parquet", ".lance", ".db", ".sqlite", ".woff",
+    ".woff2", ".ttf", ".otf", ".mp3", ".mp4", ".wav", ".mov", ".fits", ".h5", ".hdf5", ".pkl",
+})
+IGNORE_FILES = (".gitignore", ".mcp-retrieval-ignore")
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    path: str  # workspace-relative, POSIX separators
+    abs_path: Path
+    size: int
+    mtime_ns: int
+
+
+@dataclass
+class WalkStats:
+    files: int = 0
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def _load_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+
+
+class IgnoreRules:
+    """Gitignore rules keyed by the directory they live in; deeper rules win, as in git."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {}
+        top: list[pathspec.GitIgnoreSpec] = []
+        for extra in (root / ".git" / "info" / "exclude",):
+            spec = _load_spec(extra) if extra.is_file() else None
+            if spec:
+                top.append(spec)
+        self._specs[""] = top
+
+    def enter(self, rel_dir: str, abs_dir: Path) -> None:
+        specs = [s for name in IGNORE_FILES if (abs_dir / name).is_file() and (s := _load_spec(abs_dir / name))]
+        if rel_dir == "":
+            self._specs[""] = self._specs[""] + specs
+        elif specs:
+            self._specs[rel_dir] = specs
+
+    def ignored(self, rel_path: str, is_dir: bool) -> bool:
+        verdict = False
+        parts = rel_path.split("/")
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            specs = self._specs.get(base)
+            if not specs:
+                continue
+            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            for spec in specs:
+                result = spec.check_file(sub)
+                if result.include is not None:
+                    verdict = result.include
+        return verdict
+
+
+def is_binary(sample: bytes) -> bool:
+    return b"\x00" in sample
+
+
+def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None) -> Iterator[FileEntry]:
+    """Yield indexable files under `root`, in a stable (sorted) order."""
+    root = root.resolve()
+    stats = stats if stats is not None else WalkStats()
+    rules = IgnoreRules(root)
+    visited: set[tuple[int, int]] = set()
+
+    def on_error(exc: OSError) -> None:
+        stats.skipped["unreadable_dir"] += 1
+
+    for dirpath, dirnames, filenames in os.walk(root, onerror=on_error, followlinks=False):
+        abs_dir = Path(dirpath)
+        rel_dir = "" if abs_dir == root else abs_dir.relative_to(root).as_posix()
+        try:
+            st = abs_dir.stat()
+            if (st.st_dev, st.st_ino) in visited:  # a loop through a bind mount or similar
+                dirnames[:] = []
+                continue
+            visited.add((st.st_dev, st.st_ino))
+        except OSError:
+            dirnames[:] = []
+            continue
+        rules.enter(rel_dir, abs_dir)
+        kept = []
+        for name in sorted(dirnames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            if name in PRUNED_DIRS or name.endswith(".egg-info"):
+                stats.skipped["pruned_dir"] += 1
+            elif (abs_dir / name).is_symlink():
+                stats.skipped["symlink_dir"] += 1
+            elif rules.ignored(rel, is_dir=True):
+                stats.skipped["ignored"] += 1
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            rel = f"{rel_dir}/{name}" if rel_dir else name
+            entry = _check_file(root, abs_dir / name, rel, rules, max_file_bytes, stats)
+            if entry is not None:
+                stats.files += 1
+                yield entry
+
+
+def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_bytes: int, stats: WalkStats) -> FileEntry | None:
+    name = abs_path.name
+    if name in IGNORE_FILES or name in GENERATED_FILES or name.endswith((".min.js", ".min.css", ".map")):
+        stats.skipped["generated"] += 1
+        return None
+    if abs_path.suffix.lower() in BINARY_SUFFIXES:
+        stats.skipped["binary"] += 1
+        return None
+    if rules.ignored(rel, is_dir=False):
+        stats.skipped["ignored"] += 1
+        return None
+    try:
+        if abs_path.is_symlink():
+            target = abs_path.resolve()
+            if not target.is_relative_to(root):
+                stats.skipped["symlink_outside_root"] += 1
+                return None
+        st = abs_path.stat()
+    except (OSError, RuntimeError):  # vanished, permission denied, symlink loop
+        stats.skipped["vanished_or_unreadable"] += 1
+        return None
+    if not os.path.isfile(abs_path):
+        stats.skipped["not_regular"] += 1
+        return None
+    if st.st_size > max_bytes:
+        stats.skipped["too_large"] += 1
+        return None
+    return FileEntry(rel, abs_path, st.st_size, st.st_mtime_ns)
+
+
+def file_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_source(path: Path) -> tuple[str, str] | str:
+    """(text, sha256 of the bytes), or a skip reason. Invalid UTF-8 is replaced, never fatal."""
+    try:
+        data = path.read_bytes()
+    except (OSError, RuntimeError):
+        return "vanished_or_unreadable"
+    if is_binary(data[:8192]):
+        return "binary"
+    return data.decode("utf-8", errors="replace"), file_sha256(data)
