@@ -63,8 +63,8 @@ class LexicalIndex:
                 del writer  # releases Tantivy's writer lock
         self.index.reload()
 
-    def search(self, query: str, limit: int = 60) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first."""
+    def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first; `path` restricts the search to one file."""
         counts = query_terms(query)
         if not counts:
             return []
@@ -74,8 +74,13 @@ class LexicalIndex:
             for field, boost in FIELD_BOOSTS.items():
                 q = tantivy.Query.term_query(self.schema, field, term)
                 clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
+        query_obj = tantivy.Query.boolean_query(clauses)
+        if path is not None:
+            query_obj = tantivy.Query.boolean_query([
+                (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "path", path)),
+                (tantivy.Occur.Must, query_obj)])
         searcher = self.index.searcher()
-        result = searcher.search(tantivy.Query.boolean_query(clauses), limit)
+        result = searcher.search(query_obj, limit)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
 
     def num_docs(self) -> int:

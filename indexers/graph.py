@@ -1,0 +1,215 @@
+"""The code graph in memory: symbols and edges from the store, targets resolved across files.
+
+Resolution (Python first-class, other languages by name): `self.x()` -> the enclosing class's
+method; imported names and aliases -> their definitions (relative `from . import x` too);
+`module.x` -> x in that module's file; bare names -> a same-file definition, else a definition
+elsewhere when the name is rare (<= MAX_AMBIGUITY definitions). Edges keep their type:
+contains, call, import, inherit, reference. Built lazily and rebuilt when the index changes.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from indexers.store import Store
+from indexers.symbols import module_name
+
+MAX_AMBIGUITY = 3
+RELATIONS = {
+    "defines": (("contains",), "out"),
+    "references": (("call", "reference", "inherit", "import"), "in"),
+    "callers": (("call",), "in"),
+    "callees": (("call",), "out"),
+    "imports": (("import",), "out"),
+    "imported_by": (("import",), "in"),
+    "neighbors": (("contains", "call", "reference", "inherit", "import"), "both"),
+}
+
+
+@dataclass(frozen=True)
+class Node:
+    id: str
+    path: str
+    name: str
+    qualname: str
+    kind: str
+    start_line: int
+    end_line: int
+
+
+class CodeGraph:
+    def __init__(self, nodes: list[Node], edges: list[tuple[int, int, str]]):
+        self.nodes = nodes
+        self.index = {n.id: i for i, n in enumerate(nodes)}
+        self.out: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        self.inc: dict[int, list[tuple[int, str]]] = defaultdict(list)
+        for s, t, typ in edges:
+            self.out[s].append((t, typ))
+            self.inc[t].append((s, typ))
+        self.by_name: dict[str, list[int]] = defaultdict(list)
+        self.by_qual: dict[str, list[int]] = defaultdict(list)
+        for i, n in enumerate(nodes):
+            if n.kind != "file":
+                self.by_name[n.name].append(i)
+                self.by_qual[n.qualname].append(i)
+
+    @classmethod
+    def load(cls, store: Store) -> "CodeGraph":
+        nodes = [Node(*row) for row in store.query(
+            "SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols ORDER BY path, start_line")]
+        resolver = _Resolver(nodes)
+        edges: set[tuple[int, int, str]] = set()
+        rows = store.query("SELECT path, source, target, type FROM edges ORDER BY type != 'import'")
+        for path, source, target, typ in rows:  # imports first: they feed the alias maps
+            s = resolver.index.get(source)
+            if s is None:
+                continue
+            for t in resolver.resolve(path, source, target, typ):
+                if t != s:
+                    edges.add((s, t, typ))
+        return cls(nodes, sorted(edges))
+
+    # --- lookup -------------------------------------------------------------------------
+    def find(self, ref: str) -> list[int]:
+        """Nodes a user reference names: an id, a path, a qualified name, or a plain name."""
+        ref = ref.strip().strip("/")
+        if ref in self.index:
+            return [self.index[ref]]
+        if ref.startswith("./"):
+            ref = ref[2:]
+        hits = self.by_qual.get(ref) or self.by_name.get(ref)
+        if not hits and "." in ref:  # `module.Class.method` or `pkg.mod`
+            parts = ref.split(".")
+            for size in range(len(parts) - 1, 0, -1):
+                hits = self.by_qual.get(".".join(parts[-size:]))
+                if hits:
+                    break
+            if not hits:
+                hits = [i for i, n in enumerate(self.nodes) if n.kind == "file" and module_name(n.path) == ref]
+        return (hits or [])[:20]
+
+    def suggest(self, ref: str, n: int = 5) -> list[str]:
+        key = ref.rsplit(".", 1)[-1].lower()
+        pool = {name for name in self.by_name if abs(len(name) - len(key)) <= 3}
+        pool |= {q for q in self.by_qual if abs(len(q) - len(ref)) <= 3}
+        pool |= {node.path for node in self.nodes if node.kind == "file" and abs(len(node.path) - len(ref)) <= 4}
+        return difflib.get_close_matches(ref, sorted(pool), n=n, cutoff=0.6)
+
+    def traverse(self, starts: list[int], relation: str, depth: int, limit: int, kind: str | None):
+        """BFS from `starts`; returns (node indexes, edges, truncated). Bounded by `limit`."""
+        types, direction = RELATIONS[relation]
+        seen = set(starts)
+        found: list[int] = []
+        edges: list[tuple[int, int, str]] = []
+        queue = deque((s, 0) for s in starts)
+        truncated = False
+        while queue:
+            node, d = queue.popleft()
+            if d >= depth:
+                continue
+            steps = []
+            if direction in ("out", "both"):
+                steps += [(t, (node, t, typ)) for t, typ in self.out.get(node, ()) if typ in types]
+            if direction in ("in", "both"):
+                steps += [(s, (s, node, typ)) for s, typ in self.inc.get(node, ()) if typ in types]
+            for nxt, edge in steps:
+                if kind and self.nodes[nxt].kind != kind:
+                    continue
+                edges.append(edge)
+                if nxt in seen:
+                    continue
+                if len(found) >= limit:
+                    truncated = True
+                    break
+                seen.add(nxt)
+                found.append(nxt)
+                queue.append((nxt, d + 1))
+            if truncated:
+                break
+        keep = set(found) | set(starts)
+        return found, [e for e in dict.fromkeys(edges) if e[0] in keep and e[1] in keep], truncated
+
+
+class _Resolver:
+    def __init__(self, nodes: list[Node]):
+        self.nodes = nodes
+        self.index = {n.id: i for i, n in enumerate(nodes)}
+        self.by_name: dict[str, list[int]] = defaultdict(list)
+        self.local: dict[tuple[str, str], int] = {}  # (path, qualname) -> node
+        self.modules: dict[str, list[int]] = defaultdict(list)
+        self.aliases: dict[str, dict[str, int]] = defaultdict(dict)  # path -> local name -> node
+        for i, n in enumerate(nodes):
+            if n.kind == "file":
+                parts = module_name(n.path).split(".")
+                for k in range(len(parts)):
+                    self.modules[".".join(parts[k:])].append(i)
+            else:
+                self.by_name[n.name].append(i)
+                self.local[(n.path, n.qualname)] = i
+
+    def _module(self, path: str, dotted: str) -> list[int]:
+        if dotted.startswith("."):  # relative: one dot is this package
+            level = len(dotted) - len(dotted.lstrip("."))
+            package = module_name(path).split(".")
+            if not path.endswith("__init__.py"):
+                package = package[:-1]
+            base = package[: len(package) - (level - 1)] if level - 1 <= len(package) else []
+            dotted = ".".join([*base, dotted.lstrip(".")]).strip(".")
+        hits = self.modules.get(dotted, [])
+        exact = [h for h in hits if module_name(self.nodes[h].path) == dotted]
+        return exact or (hits if len(hits) <= 2 else [])
+
+    def _by_name(self, path: str, name: str) -> list[int]:
+        if (path, name) in self.local:
+            return [self.local[(path, name)]]
+        if name in self.aliases[path]:
+            return [self.aliases[path][name]]
+        hits = self.by_name.get(name, [])
+        return hits if len(hits) <= MAX_AMBIGUITY else []
+
+    def resolve(self, path: str, source: str, target: str, typ: str) -> list[int]:
+        if typ == "contains":
+            t = self.index.get(target)
+            return [t] if t is not None else []
+        if typ == "import":
+            return self._import(path, target)
+        head, _, attr = target.rpartition(".")
+        if not head:
+            return self._by_name(path, target)
+        if head in ("self", "cls", "this"):
+            src = self.nodes[self.index[source]]
+            owner = src.qualname.rsplit(".", 1)[0] if "." in src.qualname else src.qualname
+            hit = self.local.get((path, f"{owner}.{attr}"))
+            return [hit] if hit is not None else self._by_name(path, attr)
+        base = self.aliases[path].get(head.split(".")[0])
+        if base is not None:
+            node = self.nodes[base]
+            if node.kind == "file":
+                hit = self.local.get((node.path, attr))
+            else:
+                hit = self.local.get((node.path, f"{node.qualname}.{attr}"))
+            if hit is not None:
+                return [hit]
+        hits = self.by_name.get(attr, [])
+        return hits if len(hits) <= MAX_AMBIGUITY else []
+
+    def _import(self, path: str, target: str) -> list[int]:
+        spec, _, alias = target.partition("=")
+        module, _, name = spec.partition(":")
+        if not name:
+            files = self._module(path, module)
+            if files:
+                local = alias or module.split(".")[0]
+                self.aliases[path][local] = files[0] if alias or "." not in module else files[0]
+            return files[:1]
+        files = self._module(path, f"{module}.{name}" if not module.endswith(".") else module + name)
+        hit = files[:1]
+        if not hit:
+            for f in self._module(path, module)[:1]:
+                sym = self.local.get((self.nodes[f].path, name))
+                hit = [sym] if sym is not None else [f]
+        if hit:
+            self.aliases[path][alias or name] = hit[0]
+        return hit

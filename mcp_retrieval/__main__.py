@@ -1,0 +1,3 @@
+from mcp_retrieval.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,64 @@
+"""Configuration, resolved argument > environment > default (and written down once, here).
+
+Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
+cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default, or `none` for lexical only),
+MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import platformdirs
+
+
+def cache_home() -> Path:
+    return Path(platformdirs.user_cache_dir("mcp-retrieval", appauthor=False))
+
+
+def default_index_dir(root: Path) -> Path:
+    digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
+    return cache_home() / "indexes" / f"{root.name or 'root'}-{digest}"
+
+
+@dataclass
+class Config:
+    root: Path
+    index_dir: Path
+    cache_dir: Path
+    embedder: str = "minilm"  # minilm | none
+    cross_encoder_dir: Path | None = None
+    # retrieval
+    pool_size: int = 60
+    rrf_k: int = 20
+    tier_weights: dict[str, float] = field(default_factory=lambda: {
+        "lexical": 1.0, "dense": 0.8, "path": 1.2, "symbol": 1.2, "graph": 0.5})
+    graph: bool = True
+    rerank: str = "auto"  # auto | zscore | cross-encoder | none
+    # assembly
+    mmr_lambda: float = 0.7
+    near_duplicate: float = 0.9
+    # sessions
+    session_ttl_s: float = 6 * 3600
+    max_sessions: int = 1000
+    persist_sessions: bool = True
+
+    @classmethod
+    def resolve(cls, root: str | Path | None = None, index_dir: str | Path | None = None, **overrides) -> "Config":
+        root_path = Path(root or os.getcwd()).expanduser().resolve()
+        if not root_path.is_dir():
+            raise ValueError(f"root {root_path} is not a directory; pass --root DIR of an existing folder")
+        env_index = os.environ.get("MCP_RETRIEVAL_INDEX_DIR")
+        index = Path(index_dir or env_index or default_index_dir(root_path)).expanduser().resolve()
+        cache = Path(os.environ.get("MCP_RETRIEVAL_CACHE_DIR") or cache_home() / "cache").expanduser().resolve()
+        ce = os.environ.get("MCP_RETRIEVAL_CROSS_ENCODER")
+        cfg = cls(root=root_path, index_dir=index, cache_dir=cache,
+                  embedder=os.environ.get("MCP_RETRIEVAL_EMBEDDER", "minilm"),
+                  cross_encoder_dir=Path(ce).expanduser() if ce else None)
+        for key, value in overrides.items():
+            if value is not None:
+                setattr(cfg, key, value)
+        return cfg

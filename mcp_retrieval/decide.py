@@ -1,0 +1,67 @@
+"""Stage 7: know or miss, with a confidence computed from the evidence.
+
+Evidence for the top candidate: how much of the question's vocabulary it covers, how similar
+it is by meaning (dense cosine), whether lexical and dense agree on the head, whether it sits
+in a file the question names, and the score gap to the runner-up. Weak on both the lexical
+and the semantic side, with no exact anchor, is `miss` (abstain) — not a broad fallback.
+Thresholds were calibrated on the SWE-bench dev split and a set of nonsense questions (see
+docs/BENCHMARKS.md, "Abstain calibration").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from indexers.analysis import terms
+from mcp_retrieval.extract import Anchors
+from mcp_retrieval.models import Know, Miss
+from mcp_retrieval.retrieve import Candidate
+
+MIN_COVERAGE = 0.30
+MIN_DENSE = 0.30
+_STOP = frozenset("""the and for with that this from not are but have has was were will would should can could
+into when what where which while how why does did use used using get set its our your you they them then than
+there here also just like been being other some any all one two get""".split())
+
+
+@dataclass(frozen=True)
+class Evidence:
+    coverage: float
+    dense_top: float
+    agree: bool
+    anchored: bool
+    path_match: str | None
+    top_score: float
+    gap: float
+
+
+def salient_terms(query: str) -> set[str]:
+    return {t for t in terms(query) if len(t) >= 3 and t not in _STOP and not t.isdigit()}
+
+
+def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str]) -> Evidence:
+    top = ranked[0]
+    wanted = salient_terms(query)
+    have = set(terms(top.chunk.header + "\n" + top.chunk.text))
+    coverage = len(wanted & have) / len(wanted) if wanted else 0.0
+    dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
+    head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}
+    head_dense = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("dense", 10**6))[:5] if "dense" in c.raw}
+    second = ranked[1].score if len(ranked) > 1 else 0.0
+    gap = (top.score - second) / top.score if top.score > 0 else 0.0
+    anchored = bool(anchors_hit & {c.chunk.id for c in ranked[:10]})
+    path_match = top.chunk.path if top.chunk.path in anchored_files else None
+    return Evidence(coverage, dense_top, bool(head_lex & head_dense), anchored, path_match, top.score, gap)
+
+
+def decide(ev: Evidence, has_vectors: bool) -> Know | Miss:
+    semantic_ok = ev.dense_top >= MIN_DENSE if has_vectors else False
+    if not ev.anchored and ev.coverage < MIN_COVERAGE and not semantic_ok:
+        return Miss(reason="abstain", escalate_to="ask_user",
+                    detail=f"weak evidence: covers {ev.coverage:.0%} of the question's terms, "
+                           f"best semantic match {ev.dense_top:.2f}")
+    dense_part = max(0.0, min(1.0, (ev.dense_top - 0.2) / 0.5)) if has_vectors else ev.coverage
+    confidence = 0.4 * ev.coverage + 0.3 * dense_part + 0.1 * ev.agree + 0.15 * ev.anchored + 0.05 * min(1.0, ev.gap * 5)
+    return Know(confidence=round(max(0.05, min(1.0, confidence)), 3), top_score=round(ev.top_score, 4),
+                score_gap=round(ev.gap, 4), lexical_dense_agree=ev.agree, path_match=ev.path_match)

@@ -1,0 +1,91 @@
+"""Stage 1: pull the exact anchors out of a question: paths, traceback frames, dotted names,
+identifiers, quoted strings and error lines. Pure functions, no index access."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|md|rst|"
+                   r"toml|cfg|ini|yaml|yml|json|txt))\b")
+_DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
+_BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
+_QUOTED = re.compile(r"\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'")
+_ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200})", re.M)
+_COMMON_WORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in into is it its
+not of on or should that the their then there these this to was we what when where which while who why will with
+would you your self none true false return def class import""".split())
+_FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml", "toml", "cfg", "html", "com", "org"})
+
+
+@dataclass
+class Anchors:
+    paths: list[str] = field(default_factory=list)  # file paths as written (may be absolute or partial)
+    frames: list[tuple[str, int, str | None]] = field(default_factory=list)  # (path, line, function)
+    dotted: list[str] = field(default_factory=list)  # a.b.C, module paths and attribute chains
+    identifiers: Counter[str] = field(default_factory=Counter)  # code-like names, with mention counts
+    quoted: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    active_files: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"paths": self.paths[:10], "frames": [list(f) for f in self.frames[:10]], "dotted": self.dotted[:10],
+                "identifiers": [k for k, _ in self.identifiers.most_common(15)], "quoted": self.quoted[:5],
+                "errors": self.errors[:3], "active_files": self.active_files[:10]}
+
+
+def _code_like(name: str) -> bool:
+    """snake_case, camelCase, CapWords or dunder: something a person would not type as prose."""
+    if len(name) < 3 or name.lower() in _COMMON_WORDS:
+        return False
+    return "_" in name or any(c.isupper() for c in name[1:]) or (name[0].isupper() and name[1:].islower() and
+                                                                  len(name) > 3)
+
+
+def extract(query: str, active_files: list[str] | None = None) -> Anchors:
+    anchors = Anchors(active_files=list(active_files or []))
+    for m in _FRAME.finditer(query):
+        anchors.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+    frame_paths = {f[0] for f in anchors.frames}
+    seen_paths: set[str] = set()
+    for m in _PATH.finditer(query):
+        p = m.group(1).lstrip("./")
+        if p and p not in seen_paths and not p.startswith(("http", "www.")):
+            seen_paths.add(p)
+            anchors.paths.append(p)
+    anchors.paths = [p for p in anchors.paths if p not in frame_paths] + [f[0] for f in anchors.frames]
+    for m in _DOTTED.finditer(query):
+        name = m.group(1)
+        last = name.rsplit(".", 1)[-1]
+        if last.lower() in _FILE_EXT_WORDS or name.lower().startswith(("e.g", "i.e")):
+            continue
+        if name not in anchors.dotted:
+            anchors.dotted.append(name)
+    code_spans = [m.group(1) for m in _BACKTICK.finditer(query)]
+    for span in code_spans:
+        for ident in _IDENT.findall(span):
+            if len(ident) >= 3 and ident.lower() not in _COMMON_WORDS:
+                anchors.identifiers[ident] += 2
+    for name in _CALL.findall(query):
+        if len(name) >= 3 and name.lower() not in _COMMON_WORDS:
+            anchors.identifiers[name] += 2
+    for name in _IDENT.findall(query):
+        if _code_like(name):
+            anchors.identifiers[name] += 1
+    for dotted in anchors.dotted:
+        for part in dotted.split("."):
+            if _code_like(part) or len(part) > 3:
+                anchors.identifiers[part] += 1
+    for f in anchors.frames:
+        if f[2] and not f[2].startswith("<"):
+            anchors.identifiers[f[2]] += 2
+    for m in _QUOTED.finditer(query):
+        text = m.group(1) or m.group(2)
+        if text and not text.isspace():
+            anchors.quoted.append(text)
+    anchors.errors = [m.group(1).strip() for m in _ERROR.finditer(query)][:5]
+    return anchors

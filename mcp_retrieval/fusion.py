@@ -1,0 +1,31 @@
+"""Stage 3b: weighted Reciprocal Rank Fusion. Pure: ranks in, scores out; raw scores never added."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+
+def rrf(ranked: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int = 20) -> dict[str, float]:
+    """score(d) = sum over tiers t of w_t / (k + rank_t(d)), rank starting at 1.
+
+    Only ranks matter, so any monotone rescaling of a tier's raw scores leaves the result unchanged.
+    """
+    scores: dict[str, float] = {}
+    for tier, ids in ranked.items():
+        weight = weights.get(tier, 1.0)
+        if weight <= 0:
+            continue
+        seen: set[str] = set()
+        rank = 0
+        for doc in ids:
+            if doc in seen:  # a duplicate keeps its best rank
+                continue
+            seen.add(doc)
+            rank += 1
+            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank)
+    return scores
+
+
+def order(scores: Mapping[str, float]) -> list[str]:
+    """Ids by descending score, ties broken by id so the order is reproducible."""
+    return sorted(scores, key=lambda d: (-scores[d], d))

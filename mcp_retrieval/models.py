@@ -1,0 +1,136 @@
+"""Result shapes of the public contract (CONTRACT.md), as pydantic models."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Tier = Literal["lexical", "dense", "path", "symbol", "graph", "rerank"]
+
+
+class Know(BaseModel):
+    found: Literal[True] = True
+    confidence: float
+    top_score: float
+    score_gap: float
+    lexical_dense_agree: bool
+    path_match: str | None = None
+
+
+class Miss(BaseModel):
+    found: Literal[False] = False
+    reason: Literal["abstain", "empty_index", "stale", "indexing", "bad_query", "not_found"]
+    escalate_to: Literal["grep", "read_file", "reindex", "ask_user"]
+    detail: str | None = None
+    suggestions: list[str] | None = None
+
+
+class IndexStatus(BaseModel):
+    version: str
+    files: int
+    chunks: int
+    pending_changes: int = Field(description="files changed on disk or queued but not yet indexed")
+    vectors_pending: int = 0
+    last_updated: str | None = None
+    state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
+
+
+class Stage(BaseModel):
+    name: str
+    status: Literal["done", "skipped", "error"]
+    ms: float
+    detail: str | None = None
+
+
+class Debug(BaseModel):
+    rewrite: dict | None = None
+    candidate_pool: int = 0
+    graph_added: int = 0
+    reranker: Literal["cross-encoder", "zscore", "none"] = "none"
+    assembled_tokens: int = 0
+    query_class: str | None = None
+    anchors: dict | None = None
+    stages: list[Stage] = Field(default_factory=list)
+
+
+class ChunkOut(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    language: str
+    score: float
+    tiers: list[Tier]
+    content_sha256: str
+    tokens: int
+    text: str | None
+    delivered: bool = False
+
+
+class ContextResult(BaseModel):
+    know: Know | None = None
+    miss: Miss | None = None
+    chunks: list[ChunkOut] = Field(default_factory=list)
+    window: str = ""
+    index: IndexStatus
+    debug: Debug | None = None
+
+
+class PacketItem(BaseModel):
+    path: str
+    start_line: int
+    end_line: int
+    symbol: str | None
+    score: float
+    confidence: float
+    tiers: list[Tier]
+    content_sha256: str
+    fresh: bool
+    action: Literal["trust", "reread", "refresh"]
+    tokens: int
+    why: str
+
+
+class PacketResult(BaseModel):
+    know: Know | None = None
+    miss: Miss | None = None
+    items: list[PacketItem] = Field(default_factory=list)
+    index: IndexStatus
+    debug: Debug | None = None
+
+
+class GraphNode(BaseModel):
+    id: str
+    kind: str
+    name: str
+    path: str
+    start_line: int
+    end_line: int
+
+
+class GraphEdge(BaseModel):
+    source: str
+    target: str
+    type: str
+
+
+class GraphResult(BaseModel):
+    nodes: list[GraphNode] = Field(default_factory=list)
+    edges: list[GraphEdge] = Field(default_factory=list)
+    truncated: bool = False
+    miss: Miss | None = None
+
+
+class ReindexResult(BaseModel):
+    files_scanned: int
+    files_changed: int
+    files_removed: int
+    chunks_added: int
+    chunks_removed: int
+    chunks_embedded: int
+    embeddings_reused: int
+    duration_ms: float
+    skipped: dict[str, int] = Field(default_factory=dict)
+    background: bool = False
+    index: IndexStatus

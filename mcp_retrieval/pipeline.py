@@ -1,0 +1,187 @@
+"""The answer pipeline up to a ranked pool: classify -> extract -> understand -> retrieve ->
+fuse -> graph -> rerank. `context` and `packet` share it; assembly and the decision follow
+in `engine`. Each stage is timed and reported; optional stages degrade to pass-through."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from indexers.graph import CodeGraph
+from mcp_retrieval import fusion, graph_fusion
+from mcp_retrieval.classify import QueryClass, classify
+from mcp_retrieval.config import Config
+from mcp_retrieval.extract import Anchors, extract
+from mcp_retrieval.rerank import RerankSignals, signals_for
+from mcp_retrieval.retrieve import Candidate, Retriever
+from mcp_retrieval.stages import StageLog
+from mcp_retrieval.understand import Understanding, deterministic
+
+GRAPH_SEED_CHUNKS = 8
+GRAPH_CAP = 8
+PATH_PREFIX_BOOST = 1.2
+
+
+@dataclass
+class Ranked:
+    candidates: list[Candidate]
+    qclass: QueryClass
+    anchors: Anchors
+    understanding: Understanding
+    anchored_files: list[str]
+    anchor_ids: set[str]
+    stages: StageLog
+    reranker: str = "none"
+    graph_added: int = 0
+    has_vectors: bool = False
+    pool_size: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
+         sub_queries: list[str] | None, path_prefix: str | None, understanding: Understanding | None = None,
+         stages: StageLog | None = None) -> Ranked:
+    stages = stages or StageLog()
+    with stages.run("classify") as st:
+        qclass = classify(query)
+        st["detail"] = qclass.name
+    with stages.run("extract") as st:
+        anchors = extract(query, active_files)
+        st["detail"] = f"{len(anchors.paths)} paths, {len(anchors.identifiers)} identifiers"
+    if understanding is None:
+        with stages.run("understand") as st:
+            understanding = deterministic(query, sub_queries)
+            st["status"] = "skipped" if understanding.source == "none" else "done"
+            st["detail"] = "off (deterministic fallback: nothing to rewrite)" if understanding.source == "none" \
+                else f"{understanding.source}: {len(understanding.sub_queries)} sub-queries"
+    ranked: dict[str, list[tuple[str, float]]] = {}
+    pool = config.pool_size
+    with stages.run("lexical") as st:
+        ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool) for q in [query, *understanding.sub_queries])
+        st["detail"] = f"{len(ranked['lexical'])} hits"
+    has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
+    if has_vectors:
+        with stages.run("dense") as st:
+            ranked["dense"] = _merge_best(retriever.dense_hits(q, pool)
+                                          for q in [understanding.retrieval_query, *understanding.sub_queries])
+            st["detail"] = f"{len(ranked['dense'])} hits"
+    else:
+        stages.skip("dense", "no vectors yet (lexical first; vectors fill in behind)" if retriever.embedder
+                    else "no embedding model")
+    anchored_files: list[str] = []
+    with stages.run("anchors") as st:
+        ranked["path"], anchored_files = retriever.path_hits(anchors, query)
+        ranked["symbol"] = retriever.symbol_hits(anchors)
+        st["detail"] = f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks"
+    with stages.run("fusion") as st:
+        scores = fusion.rrf({t: [cid for cid, _ in hits] for t, hits in ranked.items()}, config.tier_weights,
+                            config.rrf_k)
+        head = fusion.order(scores)[:pool]
+        chunks = retriever.store.chunks_by_id(head)
+        candidates = []
+        for cid in head:
+            if cid not in chunks:  # an id from a half-finished write: ignore it
+                continue
+            c = Candidate(chunk=chunks[cid], fused=scores[cid])
+            for tier, hits in ranked.items():
+                for r, (hid, raw) in enumerate(hits, 1):
+                    if hid == cid:
+                        c.raw[tier], c.ranks[tier] = raw, r
+                        break
+            candidates.append(c)
+        st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
+    result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
+                    {cid for cid, _ in ranked.get("path", []) + ranked.get("symbol", [])}, stages,
+                    has_vectors=has_vectors, pool_size=len(candidates))
+    _graph_stage(result, retriever, graph_loader, scores, config)
+    signals = signals_for(query, anchored_files, qclass.name)
+    _rerank_stage(result, reranker, signals, path_prefix)
+    return result
+
+
+def _merge_best(lists) -> list[tuple[str, float]]:
+    """Sub-query results merged by chunk id, each keeping its best score."""
+    best: dict[str, float] = {}
+    order: dict[str, int] = {}
+    for hits in lists:
+        for rank, (cid, score) in enumerate(hits):
+            if cid not in best or score > best[cid]:
+                best[cid] = score
+            order[cid] = min(order.get(cid, rank), rank)
+    return sorted(best.items(), key=lambda kv: (order[kv[0]], -kv[1]))
+
+
+def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, scores: dict[str, float], config: Config) -> None:
+    if not config.graph:
+        result.stages.skip("graph", "off")
+        return
+    with result.stages.run("graph") as st:
+        graph: CodeGraph | None = graph_loader()
+        if graph is None or not graph.nodes:
+            st["status"], st["detail"] = "skipped", "no graph"
+            return
+        seeds: dict[int, float] = {}
+        head = result.candidates[:GRAPH_SEED_CHUNKS]
+        for rank, c in enumerate(head, 1):
+            for node in _nodes_in_chunk(graph, c):
+                seeds[node] = seeds.get(node, 0.0) + 1.0 / rank
+        if not seeds:
+            st["status"], st["detail"] = "skipped", "no definitions in the head of the pool"
+            return
+        expanded = graph_fusion.expand(graph, seeds, set(seeds), GRAPH_CAP * 3, hops=result.qclass.graph_hops + 1)
+        in_pool = {c.chunk.id for c in result.candidates}
+        added = 0
+        graph_ids: list[tuple[str, float]] = []
+        for node, score in expanded:
+            n = graph.nodes[node]
+            hit = retriever.store.query("SELECT id FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
+                                        "ORDER BY start_line DESC LIMIT 1", (n.path, n.start_line, n.start_line))
+            if hit and hit[0][0] not in {g for g, _ in graph_ids}:
+                graph_ids.append((hit[0][0], score))
+            if len(graph_ids) >= GRAPH_CAP:
+                break
+        weight = config.tier_weights.get("graph", 0.5)
+        new_ids = [cid for cid, _ in graph_ids if cid not in in_pool]
+        stored = retriever.store.chunks_by_id(new_ids)
+        by_id = {c.chunk.id: c for c in result.candidates}
+        for r, (cid, score) in enumerate(graph_ids, 1):
+            c = by_id.get(cid)
+            if c is None:
+                if cid not in stored:
+                    continue
+                c = Candidate(chunk=stored[cid])
+                result.candidates.append(c)
+                by_id[cid] = c
+                added += 1
+            c.raw["graph"], c.ranks["graph"] = score, r
+            c.fused += weight / (config.rrf_k + r)
+        result.graph_added = added
+        st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added"
+
+
+def _nodes_in_chunk(graph: CodeGraph, c: Candidate) -> list[int]:
+    ref = f"{c.chunk.path}::{c.chunk.symbol}" if c.chunk.symbol else c.chunk.path
+    node = graph.index.get(ref)
+    return [node] if node is not None else []
+
+
+def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix: str | None) -> None:
+    with result.stages.run("rerank") as st:
+        try:
+            result.candidates = reranker.rerank(result.candidates, signals)
+            result.reranker = reranker.name
+        except Exception as exc:  # fall back: z-score, then identity
+            st["status"], st["detail"] = "error", f"{reranker.name} failed ({type(exc).__name__}); fell back"
+            fallback = getattr(reranker, "_fallback", None)
+            try:
+                result.candidates = fallback.rerank(result.candidates, signals) if fallback else result.candidates
+                result.reranker = fallback.name if fallback else "none"
+            except Exception:
+                result.reranker = "none"
+            return
+        if path_prefix:
+            prefix = path_prefix.strip("/") + "/"
+            for c in result.candidates:
+                if c.chunk.path.startswith(prefix) or c.chunk.path == path_prefix.strip("/"):
+                    c.score *= PATH_PREFIX_BOOST
+            result.candidates.sort(key=lambda c: (-c.score, c.chunk.id))
+        st["detail"] = result.reranker

@@ -1,0 +1,157 @@
+"""Stage 5: rerank the fused pool.
+
+Default (`zscore`, seed 003's floor): each tier's raw scores are re-normalised to z-scores over
+the pool and blended with the fused rank score, then structural signals apply — chunks in
+files the question names, chunks defining names it uses, and demotion of test and prose files
+for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic.
+
+`cross-encoder`: fastembed's TextCrossEncoder from a folder the user supplies (no weights are
+obtainable offline here); scores (original query, chunk) pairs over the head of the pool. Any
+failure falls back to z-score, then to identity: a reranker problem never fails an answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_retrieval.retrieve import Candidate
+
+log = logging.getLogger(__name__)
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
+                        r"[^/]*\.(test|spec)\.\w+)$")
+_TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+Z_TIERS = ("lexical", "dense")
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+@dataclass
+class RerankSignals:
+    """Structural evidence from the question, shared by every reranker."""
+    query: str
+    anchored_files: set[str] = field(default_factory=set)
+    code_question: bool = True
+    about_tests: bool = False
+
+
+def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
+    return RerankSignals(query=query, anchored_files=set(anchored_files),
+                         code_question=query_class in ("identifier", "debug", "path", "default", "multi_hop"),
+                         about_tests=bool(_TEST_QUERY.search(query)))
+
+
+@dataclass
+class RerankWeights:
+    fused: float = 0.75  # share of the fused rank score in the blend
+    zscore: float = 0.25  # share of the tier z-scores
+    test_factor: float = 0.5
+    prose_factor: float = 0.8
+    anchored_file_factor: float = 1.15
+    symbol_factor: float = 1.1
+
+
+def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
+    factor, why = 1.0, []
+    if c.chunk.path in s.anchored_files:
+        factor *= w.anchored_file_factor
+        why.append("file named in the question")
+    if "symbol" in c.raw:
+        factor *= w.symbol_factor
+        why.append("defines a name in the question")
+    if not s.about_tests and is_test_path(c.chunk.path):
+        factor *= w.test_factor
+        why.append("test file, ranked after code")
+    if s.code_question and c.chunk.language in PROSE_LANGUAGES:
+        factor *= w.prose_factor
+    return factor, why
+
+
+def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
+    values = [c.raw[tier] for c in candidates if tier in c.raw]
+    if len(values) < 2:
+        return [0.0] * len(candidates)
+    mean = statistics.fmean(values)
+    std = statistics.pstdev(values) or 1.0
+    floor = (min(values) - mean) / std
+    return [((c.raw[tier] - mean) / std) if tier in c.raw else floor for c in candidates]
+
+
+class ZScoreReranker:
+    name = "zscore"
+
+    def __init__(self, weights: RerankWeights | None = None, tier_weights: dict[str, float] | None = None):
+        self.weights = weights or RerankWeights()
+        self.tier_weights = tier_weights or {"lexical": 1.0, "dense": 0.8}
+
+    def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
+        if not candidates:
+            return candidates
+        top = max(c.fused for c in candidates) or 1.0
+        per_tier = {t: _zscores(candidates, t) for t in Z_TIERS}
+        total_w = sum(self.tier_weights.get(t, 1.0) for t in Z_TIERS)
+        w = self.weights
+        for i, c in enumerate(candidates):
+            z = sum(self.tier_weights.get(t, 1.0) * per_tier[t][i] for t in Z_TIERS) / total_w
+            blended = w.fused * (c.fused / top) + w.zscore * (1 / (1 + math.exp(-z)))
+            factor, why = structural_factor(c, signals, w)
+            c.score = blended * factor
+            c.why.extend(why)
+        return sorted(candidates, key=lambda c: (-c.score, c.chunk.id))
+
+
+class IdentityReranker:
+    name = "none"
+
+    def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
+        top = max((c.fused for c in candidates), default=1.0) or 1.0
+        for c in candidates:
+            c.score = c.fused / top
+        return sorted(candidates, key=lambda c: (-c.score, c.chunk.id))
+
+
+class CrossEncoderReranker:
+    """A user-supplied cross-encoder (a folder with model.onnx and tokenizer files)."""
+
+    name = "cross-encoder"
+    HEAD = 20  # pairs scored per query: ~10-14 pairs/s on two cores (MODELS.md)
+    PASSAGE_CHARS = 1000
+
+    def __init__(self, folder: Path, cache_dir: Path, fallback: ZScoreReranker):
+        from fastembed.common.model_description import ModelSource
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+        if not (folder / "model.onnx").is_file() or not (folder / "tokenizer.json").is_file():
+            raise FileNotFoundError(f"{folder} needs model.onnx and tokenizer.json (a cross-encoder export)")
+        name = "local/cross-encoder-" + folder.name
+        if name not in {m["model"] for m in TextCrossEncoder.list_supported_models()}:
+            TextCrossEncoder.add_custom_model(model=name, sources=ModelSource(hf=name), model_file="model.onnx")
+        self._model = TextCrossEncoder(name, specific_model_path=str(folder), cache_dir=str(cache_dir),
+                                       local_files_only=True)
+        self._fallback = fallback
+
+    def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
+        ordered = self._fallback.rerank(candidates, signals)  # structural order first, then the model reads the head
+        head, tail = ordered[: self.HEAD], ordered[self.HEAD:]
+        passages = [(c.chunk.header + "\n" + c.chunk.text)[: self.PASSAGE_CHARS] for c in head]
+        scores = list(self._model.rerank(signals.query, passages, batch_size=8))
+        if len(scores) != len(head) or any(not math.isfinite(float(s)) for s in scores):
+            raise ValueError("cross-encoder returned scores that do not describe the candidates")
+        for c, s in zip(head, scores):
+            factor, _ = structural_factor(c, signals, self._fallback.weights)
+            c.raw["rerank"] = float(s)
+            c.score = (1 / (1 + math.exp(-float(s)))) * factor
+        head.sort(key=lambda c: (-c.score, c.chunk.id))
+        floor = min((c.score for c in head), default=0.0)
+        for c in tail:  # the unread tail stays below the read head
+            c.score = min(c.score, floor) * 0.99
+        return head + tail

@@ -1,0 +1,176 @@
+"""Stage 3a: retrieve wide from every source — Tantivy BM25, LanceDB dense, and exact anchors
+(paths, traceback frames, dotted modules, rarely-defined identifiers) — each a ranked list."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from indexers.embed import Embedder
+from indexers.lexical import LexicalIndex
+from indexers.store import Store, StoredChunk
+from indexers.symbols import module_name
+from indexers.vectors import VectorIndex
+from mcp_retrieval.extract import Anchors
+
+log = logging.getLogger(__name__)
+QUERY_PIECE_CHARS = 1000
+MAX_QUERY_PIECES = 3
+MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
+CHUNKS_PER_ANCHORED_FILE = 3
+
+
+@dataclass
+class Candidate:
+    chunk: StoredChunk
+    raw: dict[str, float] = field(default_factory=dict)  # tier -> raw score from that source
+    ranks: dict[str, int] = field(default_factory=dict)  # tier -> 1-based rank in that source
+    fused: float = 0.0
+    score: float = 0.0
+    why: list[str] = field(default_factory=list)
+
+    @property
+    def tiers(self) -> list[str]:
+        return [t for t in ("lexical", "dense", "path", "symbol", "graph", "rerank") if t in self.raw]
+
+
+class PathResolver:
+    """Map paths and dotted module names as written in a question onto indexed files."""
+
+    def __init__(self, paths: list[str]):
+        self.paths = paths
+        self._by_name: dict[str, list[str]] = defaultdict(list)
+        self._by_module: dict[str, list[str]] = defaultdict(list)
+        for p in paths:
+            self._by_name[p.rsplit("/", 1)[-1]].append(p)
+            parts = module_name(p).split(".")
+            for i in range(len(parts)):  # every suffix: `src.pkg.mod` is also `pkg.mod` and `mod`
+                self._by_module[".".join(parts[i:])].append(p)
+
+    def resolve_path(self, written: str) -> list[str]:
+        parts = [p for p in written.replace("\\", "/").split("/") if p and p != "."]
+        if not parts:
+            return []
+        candidates = self._by_name.get(parts[-1], [])
+        for size in range(len(parts), 0, -1):
+            suffix = "/".join(parts[-size:])
+            hits = [c for c in candidates if c == suffix or c.endswith("/" + suffix)]
+            if hits and (size > 1 or len(hits) <= 3):
+                return hits[:3]
+        return []
+
+    def resolve_module(self, dotted: str) -> list[str]:
+        parts = dotted.split(".")
+        for size in range(len(parts), 0, -1):
+            hits = self._by_module.get(".".join(parts[:size]), [])
+            if hits and (size > 1 or len(hits) <= 2):
+                return hits[:2]
+        return []
+
+
+class Retriever:
+    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None):
+        self.store = store
+        self.lexical = lexical
+        self.vectors = vectors
+        self.embedder = embedder
+        self._resolver: PathResolver | None = None
+        self._resolver_key: str | None = None
+
+    def resolver(self) -> PathResolver:
+        key = self.store.get_meta("last_updated")
+        if self._resolver is None or key != self._resolver_key:
+            self._resolver = PathResolver(self.store.all_paths())
+            self._resolver_key = key
+        return self._resolver
+
+    # --- sources --------------------------------------------------------------------------
+    def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
+        return self.lexical.search(text, limit)
+
+    def dense_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
+        if self.vectors is None or self.embedder is None or self.vectors.count() == 0:
+            return []
+        pieces = query_pieces(text)
+        vectors = self.embedder.embed(pieces)
+        best: dict[str, float] = {}
+        for vector in vectors:
+            for cid, sim in self.vectors.search(np.asarray(vector), limit):
+                best[cid] = max(best.get(cid, -1.0), sim)
+        return sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+
+    def path_hits(self, anchors: Anchors, query: str) -> tuple[list[tuple[str, float]], list[str]]:
+        """Chunks of files the question names (frames deepest first, then paths, then modules)."""
+        resolver = self.resolver()
+        files: list[str] = []
+        for written, _, _ in reversed(anchors.frames):
+            files.extend(resolver.resolve_path(written))
+        for written in [*anchors.active_files, *anchors.paths]:
+            files.extend(resolver.resolve_path(written))
+        for dotted in anchors.dotted:
+            files.extend(resolver.resolve_module(dotted))
+        files = list(dict.fromkeys(files))[:12]
+        frame_funcs = {f[2] for f in anchors.frames if f[2]}
+        hits: list[tuple[str, float]] = []
+        for rank, path in enumerate(files):
+            within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
+            chunks = self.store.chunks_for_path(path)
+            named = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
+            ids = list(dict.fromkeys([*named, *(cid for cid, _ in within)]))[:CHUNKS_PER_ANCHORED_FILE]
+            if not ids and chunks:
+                ids = [chunks[0].id]
+            hits.extend((cid, 1.0 / (1 + rank)) for cid in ids)
+        return hits, files
+
+    def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
+        """Chunks defining names the question uses, rare names first."""
+        scored: dict[str, float] = {}
+        for dotted in anchors.dotted:
+            parts = dotted.split(".")
+            for size in (2, 3):
+                if len(parts) >= size:
+                    qual = ".".join(parts[-size:])
+                    for row in self.store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR "
+                                                "qualname LIKE ? LIMIT 5", (qual, "%." + qual)):
+                        self._credit(scored, row, 3.0)
+        for name, mentions in anchors.identifiers.most_common(40):
+            rows = self.store.query("SELECT path, start_line FROM symbols WHERE name=? AND kind!='file' LIMIT ?",
+                                    (name, MAX_SYMBOL_DEFS + 1))
+            if not rows or len(rows) > MAX_SYMBOL_DEFS:
+                continue
+            weight = min(mentions, 4) / len(rows) ** 0.5
+            for row in rows:
+                self._credit(scored, row, weight)
+        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _credit(self, scored: dict[str, float], row: tuple, weight: float) -> None:
+        path, line = row
+        hit = self.store.query("SELECT id FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
+                               "ORDER BY start_line DESC LIMIT 1", (path, line, line))
+        if not hit:  # the definition's first line may sit in a merged neighbour or a header piece
+            hit = self.store.query("SELECT id FROM chunks WHERE path=? AND start_line>=? ORDER BY start_line LIMIT 1",
+                                   (path, line))
+        if hit:
+            scored[hit[0][0]] = scored.get(hit[0][0], 0.0) + weight
+
+
+def query_pieces(text: str) -> list[str]:
+    """Long questions do not fit the model's window: embed up to three pieces, title first."""
+    text = text.strip()
+    if len(text) <= QUERY_PIECE_CHARS:
+        return [text]
+    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
+    pieces: list[str] = []
+    current = ""
+    for para in paragraphs:
+        if current and len(current) + len(para) > QUERY_PIECE_CHARS:
+            pieces.append(current)
+            current = ""
+        current = (current + "\n\n" + para).strip()[: QUERY_PIECE_CHARS * 2]
+    if current:
+        pieces.append(current)
+    return pieces[:MAX_QUERY_PIECES]
