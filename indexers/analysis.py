@@ -14,6 +14,12 @@ from collections import Counter
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 MAX_TERM_LEN = 64
+# English function words: dropped from queries (never from the index), where a pasted bug report
+# would otherwise spend most of its clauses on "the", "is", "when".
+STOPWORDS = frozenset("""a an and are as at be been being but by can could did do does for from had has have how i if
+in into is it its just like may me might my no not of on or our should so some such than that the their them then
+there these they this those to too us was we were what when where which while who why will with would you your
+also any all get got one two use used using very want""".split())
 
 
 def split_identifier(ident: str) -> list[str]:
@@ -47,7 +53,7 @@ def path_terms(path: str) -> list[str]:
 
 def query_terms(text: str, limit: int = 256) -> Counter[str]:
     """Distinct query terms with their counts, the `limit` most frequent (then first seen)."""
-    counts = Counter(terms(text))
+    counts = Counter(t for t in terms(text) if t not in STOPWORDS)
     if len(counts) <= limit:
         return counts
     return Counter(dict(counts.most_common(limit)))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from indexers.languages import CODE_LANGUAGES, parser
 
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
-MIN_CHARS = 300  # neighbours smaller than this are merged
+MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
 _COMMENT_PREFIXES = ("#", "//", "/*", "*", "--", ";")
 

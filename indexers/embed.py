@@ -34,6 +34,7 @@ _TOKENIZER_FILES = ("tokenizer.json", "config.json", "special_tokens_map.json", 
 class Embedder(Protocol):
     model_id: str
     dim: int
+    semantic: bool  # False: vectors carry no meaning (tests); their similarity is not evidence
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -100,6 +101,7 @@ class MiniLMEmbedder:
 
     model_id = MODEL_ID
     dim = DIM
+    semantic = True
 
     def __init__(self, cache_dir: Path, *, batch_size: int = 16, threads: int | None = None):
         from fastembed import TextEmbedding
@@ -128,6 +130,7 @@ class HashEmbedder:
 
     model_id = "hash-test-embedder"
     dim = 64
+    semantic = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from indexers.analysis import terms

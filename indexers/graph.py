@@ -207,9 +207,9 @@ class _Resolver:
         files = self._module(path, f"{module}.{name}" if not module.endswith(".") else module + name)
         hit = files[:1]
         if not hit:
-            for f in self._module(path, module)[:1]:
+            for f in self._module(path, module)[:1]:  # the name and its file are both imported
                 sym = self.local.get((self.nodes[f].path, name))
-                hit = [sym] if sym is not None else [f]
+                hit = [sym, f] if sym is not None else [f]
         if hit:
             self.aliases[path][alias or name] = hit[0]
         return hit

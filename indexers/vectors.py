@@ -67,7 +67,7 @@ class VectorIndex:
             if self._table.count_rows() == 0:
                 return []
             rows = (self._table.search(np.asarray(vector, dtype=np.float32)).metric("cosine")
-                    .select(["id"]).limit(limit).to_list())
+                    .select(["id", "_distance"]).limit(limit).to_list())
         return [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
 
     def count(self) -> int:

@@ -13,16 +13,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from indexers.analysis import terms
+from indexers.analysis import STOPWORDS, terms
 from mcp_retrieval.extract import Anchors
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 
 MIN_COVERAGE = 0.30
 MIN_DENSE = 0.30
-_STOP = frozenset("""the and for with that this from not are but have has was were will would should can could
-into when what where which while how why does did use used using get set its our your you they them then than
-there here also just like been being other some any all one two get""".split())
+
 
 
 @dataclass(frozen=True)
@@ -37,7 +35,7 @@ class Evidence:
 
 
 def salient_terms(query: str) -> set[str]:
-    return {t for t in terms(query) if len(t) >= 3 and t not in _STOP and not t.isdigit()}
+    return {t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()}
 
 
 def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str]) -> Evidence:

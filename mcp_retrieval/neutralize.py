@@ -56,13 +56,29 @@ def _opener_spans(text: str) -> list[tuple[int, int]]:
     if "mcp" not in lowered and "&" not in text and not any(ord(c) > 127 for c in text):
         return []  # fast path: no way to spell the tag
     units = _units(text)
-    skeleton: list[str] = []
+    chars: list[str] = []
     owner: list[int] = []  # skeleton position -> unit index
     for n, (start, end) in enumerate(units):
         canon = _canonical(text[start:end])
-        skeleton.append(canon)
+        chars.extend(canon)
         owner.extend([n] * len(canon))
-    flat = "".join(skeleton)
+    flat = "".join(chars)
+    for _ in range(3):  # entities spelled across units, e.g. `&amp;` + `lt;` -> `&lt;` -> `<`
+        if "&" not in flat:
+            break
+        new_chars, new_owner, i = [], [], 0
+        for m in _ENTITY.finditer(flat):
+            new_chars.extend(flat[i:m.start()])
+            new_owner.extend(owner[i:m.start()])
+            canon = _canonical(m.group(0))
+            new_chars.extend(canon)
+            new_owner.extend([owner[m.start()]] * len(canon))
+            i = m.end()
+        new_chars.extend(flat[i:])
+        new_owner.extend(owner[i:])
+        if "".join(new_chars) == flat:
+            break
+        flat, owner = "".join(new_chars), new_owner
     hits: list[tuple[int, int]] = []
     for pattern in _PATTERNS:
         for m in re.finditer(re.escape(pattern), flat):

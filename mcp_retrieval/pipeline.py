@@ -89,9 +89,10 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                         break
             candidates.append(c)
         st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
+    semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for cid, _ in ranked.get("path", []) + ranked.get("symbol", [])}, stages,
-                    has_vectors=has_vectors, pool_size=len(candidates))
+                    has_vectors=semantic, pool_size=len(candidates))
     _graph_stage(result, retriever, graph_loader, scores, config)
     signals = signals_for(query, anchored_files, qclass.name)
     _rerank_stage(result, reranker, signals, path_prefix)
@@ -144,16 +145,17 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, scores: dic
         stored = retriever.store.chunks_by_id(new_ids)
         by_id = {c.chunk.id: c for c in result.candidates}
         for r, (cid, score) in enumerate(graph_ids, 1):
-            c = by_id.get(cid)
-            if c is None:
-                if cid not in stored:
-                    continue
-                c = Candidate(chunk=stored[cid])
-                result.candidates.append(c)
-                by_id[cid] = c
-                added += 1
+            if cid in by_id:  # already found by text: the graph adds no new evidence about its content
+                continue
+            if cid not in stored:
+                continue
+            c = Candidate(chunk=stored[cid])
             c.raw["graph"], c.ranks["graph"] = score, r
-            c.fused += weight / (config.rrf_k + r)
+            c.fused = weight / (config.rrf_k + r)
+            c.why.append("linked in the code graph to the best matches")
+            result.candidates.append(c)
+            by_id[cid] = c
+            added += 1
         result.graph_added = added
         st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added"
 

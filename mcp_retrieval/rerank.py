@@ -46,7 +46,7 @@ class RerankSignals:
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
     return RerankSignals(query=query, anchored_files=set(anchored_files),
-                         code_question=query_class in ("identifier", "debug", "path", "default", "multi_hop"),
+                         code_question=query_class in ("identifier", "debug", "path"),
                          about_tests=bool(_TEST_QUERY.search(query)))
 
 

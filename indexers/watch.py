@@ -1,0 +1,65 @@
+"""Watch the workspace and feed batched changes to a callback (watchfiles, in a thread).
+
+watchfiles already debounces and batches; a burst (a `git checkout`, a formatter run) arrives
+as one set and becomes one incremental pass. Paths the walk would skip (ignored, pruned,
+`.git/` churn) are dropped here so they never trigger work.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import watchfiles
+
+from indexers.walk import PRUNED_DIRS, IgnoreRules
+
+log = logging.getLogger(__name__)
+BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)
+
+
+class Watcher:
+    def __init__(self, root: Path, on_change: Callable[[list[str] | None], None], *, debounce_ms: int = 300):
+        self.root = root.resolve()
+        self.on_change = on_change
+        self.debounce_ms = debounce_ms
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def relevant(self, abs_path: str) -> str | None:
+        try:
+            rel = Path(abs_path).resolve().relative_to(self.root).as_posix()
+        except (ValueError, OSError):
+            return None
+        parts = rel.split("/")
+        if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+            return None
+        rules = IgnoreRules(self.root)
+        for depth in range(len(parts) - 1):
+            rules.enter("/".join(parts[:depth]), self.root.joinpath(*parts[:depth]))
+        return None if rules.ignored(rel, is_dir=False) else rel
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="mcp-retrieval-watch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        try:
+            for changes in watchfiles.watch(self.root, stop_event=self._stop, debounce=self.debounce_ms,
+                                            step=50, raise_interrupt=False, ignore_permission_denied=True):
+                paths = sorted({rel for _, p in changes if (rel := self.relevant(p))})
+                if not paths:
+                    continue
+                try:
+                    self.on_change(None if len(paths) > BURST else paths)
+                except Exception:
+                    log.exception("incremental update failed; the next change retries")
+        except Exception as exc:  # the root vanished, inotify limits, ...
+            log.warning("file watcher stopped (%s); call reindex to refresh", exc)

@@ -1,0 +1,128 @@
+"""`mcp-retrieval` command line: each command a few lines over the Engine.
+
+Logs go to stderr (stdout is the stdio transport when serving).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+from mcp_retrieval.config import Config
+
+log = logging.getLogger("mcp_retrieval")
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--root", default=None, help="workspace to index (default: current directory)")
+    p.add_argument("--index-dir", default=None, help="where the index lives (default: per-root user cache)")
+    p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mcp-retrieval", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the MCP server (stdio by default)")
+    _common(serve)
+    serve.add_argument("--transport", default="stdio", choices=["stdio", "sse", "streamable-http"])
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--no-watch", action="store_true", help="do not watch the root for changes")
+    serve.add_argument("--auth-token", default=None, help="bearer token (required off loopback; "
+                                                          "or MCP_RETRIEVAL_AUTH_TOKEN)")
+    serve.add_argument("--understand", default="off", choices=["off", "sampling"])
+    serve.add_argument("--understand-budget", type=int, default=20)
+    index = sub.add_parser("index", help="build or update the index, then exit")
+    _common(index)
+    index.add_argument("--full", action="store_true")
+    for name in ("context", "packet"):
+        p = sub.add_parser(name, help=f"the {name} tool from the shell")
+        _common(p)
+        p.add_argument("query")
+        p.add_argument("--json", action="store_true")
+        p.add_argument("--debug", action="store_true")
+        if name == "context":
+            p.add_argument("--budget", type=int, default=6000)
+        else:
+            p.add_argument("--max-items", type=int, default=12)
+            p.add_argument("--task", default="explain")
+    graph = sub.add_parser("graph", help="the query_graph tool from the shell")
+    _common(graph)
+    graph.add_argument("node")
+    graph.add_argument("--relation", default="neighbors")
+    graph.add_argument("--depth", type=int, default=1)
+    graph.add_argument("--json", action="store_true")
+    status = sub.add_parser("status", help="index freshness and size")
+    _common(status)
+    status.add_argument("--json", action="store_true")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        config = Config.resolve(args.root, args.index_dir)
+    except ValueError as exc:
+        print(f"mcp-retrieval: {exc}", file=sys.stderr)
+        return 2
+    from mcp_retrieval.engine import Engine
+    from mcp_retrieval.validate import BadRequest
+
+    if args.command == "serve":
+        from mcp_retrieval.serve import serve
+
+        return serve(config, args)
+    engine = Engine(config)
+    try:
+        if args.command == "index":
+            result = engine.reindex(full=args.full, progress=_progress())
+            print(json.dumps(result.model_dump(mode="json"), indent=1))
+        elif args.command == "status":
+            status = engine.status()
+            print(status.model_dump_json(indent=1) if args.json else
+                  f"{status.state}: {status.files} files, {status.chunks} chunks, "
+                  f"{status.vectors_pending} vectors pending, updated {status.last_updated}")
+        else:
+            if engine.store.counts()["files"] == 0:
+                engine.reindex(progress=_progress())
+            from mcp_retrieval.server import render_context, render_packet
+
+            if args.command == "context":
+                r = engine.context(args.query, budget_tokens=args.budget, debug=args.debug)
+                print(r.model_dump_json(indent=1) if args.json else render_context(r))
+            elif args.command == "packet":
+                r = engine.packet(args.query, max_items=args.max_items, task=args.task, debug=args.debug)
+                print(r.model_dump_json(indent=1) if args.json else render_packet(r))
+            else:
+                r = engine.query_graph(args.node, relation=args.relation, depth=args.depth)
+                print(r.model_dump_json(indent=1))
+    except BadRequest as exc:
+        print(f"mcp-retrieval: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        engine.close()
+    return 0
+
+
+def _progress():
+    """A rich progress bar on a terminal (stderr); silent otherwise."""
+    if not sys.stderr.isatty() or os.environ.get("CI"):
+        return None
+    from rich.progress import Progress
+
+    bar = Progress(transient=True)
+    bar.start()
+    tasks: dict[str, int] = {}
+
+    def update(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bar.add_task(phase, total=total)
+        bar.update(tasks[phase], completed=done, total=total)
+        if all(t.finished for t in bar.tasks) and phase == "vectors":
+            bar.stop()
+
+    return update

@@ -1,0 +1,152 @@
+"""The MCP server: the only module that imports `mcp`. Each tool is a few lines — validate in
+the Engine, run it off the event loop in a worker thread, return structured content plus a
+text rendering. A `BadRequest` becomes a ToolError whose one line says what to send instead."""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types import CallToolResult, TextContent
+from pydantic import Field
+
+import prompts
+from mcp_retrieval.engine import Engine
+from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
+from mcp_retrieval.validate import BadRequest
+
+log = logging.getLogger("mcp_retrieval")
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _result(model, text: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)],
+                          structured_content=model.model_dump(mode="json"))
+
+
+async def _call(fn, *args, **kwargs):
+    try:
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+    except BadRequest as exc:
+        raise ToolError(str(exc)) from None
+
+
+def render_context(r: ContextResult) -> str:
+    head = (f"know (confidence {r.know.confidence:.2f})" if r.know else
+            f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else ""))
+    return head + "\n" + r.window
+
+
+def render_packet(r: PacketResult) -> str:
+    if r.miss:
+        return f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else "")
+    lines = [f"know (confidence {r.know.confidence:.2f})"]
+    for i in r.items:
+        lines.append(f"{i.action:7} {i.path}:{i.start_line}-{i.end_line} {i.symbol or ''} "
+                     f"score={i.score:.3f} fresh={str(i.fresh).lower()} — {i.why}")
+    return "\n".join(lines)
+
+
+def build_server(engine: Engine) -> MCPServer:
+    server = MCPServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
+
+    @server.tool(description=prompts.load("context"))
+    async def context(
+        query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
+        session_id: Annotated[str | None, Field(description="stable id of your task; repeats become stubs")] = None,
+        budget_tokens: Annotated[int, Field(description="token budget for the window, 256-64000")] = 6000,
+        max_chunks: Annotated[int, Field(description="at most this many full chunks, 1-64")] = 20,
+        path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
+        active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
+        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
+        ignore_delivered: Annotated[bool, Field(description="full text even if delivered before")] = False,
+        debug: Annotated[bool, Field(description="include the stage report")] = False,
+    ) -> ContextResult:
+        r = await _call(engine.context, query, session_id=session_id, budget_tokens=budget_tokens,
+                        max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
+                        sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug)
+        return _result(r, render_context(r))
+
+    @server.tool(description=prompts.load("packet"))
+    async def packet(
+        query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
+        session_id: Annotated[str | None, Field(description="stable id of your task")] = None,
+        max_items: Annotated[int, Field(description="pointers to return, 1-50")] = 12,
+        active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
+        task: Annotated[str, Field(description="explain | edit | debug | review")] = "explain",
+        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
+        path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
+        debug: Annotated[bool, Field(description="include the stage report")] = False,
+    ) -> PacketResult:
+        r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
+                        task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug)
+        return _result(r, render_packet(r))
+
+    @server.tool(description=prompts.load("query_graph"))
+    async def query_graph(
+        node: Annotated[str, Field(description="symbol (Session.request), qualified name, or workspace path")],
+        relation: Annotated[str, Field(description="defines|references|callers|callees|imports|imported_by|neighbors")] = "neighbors",
+        depth: Annotated[int, Field(description="hops, 1-3")] = 1,
+        limit: Annotated[int, Field(description="maximum nodes returned, 1-500")] = 50,
+        kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
+    ) -> GraphResult:
+        r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind)
+        return _result(r, json.dumps(r.model_dump(mode="json"), indent=1))
+
+    @server.tool(description=prompts.load("reindex"))
+    async def reindex(
+        paths: Annotated[list[str] | None, Field(description="workspace-relative files or folders; default all")] = None,
+        full: Annotated[bool, Field(description="re-read everything, not only what changed")] = False,
+        wait: Annotated[bool, Field(description="false: return now, index in the background")] = True,
+    ) -> ReindexResult:
+        r = await _call(engine.reindex, paths, full=full, wait=wait)
+        return _result(r, json.dumps(r.model_dump(mode="json"), indent=1))
+
+    @server.resource("index://status", name="index-status", description="index freshness and size",
+                     mime_type="application/json")
+    def index_status() -> str:
+        return engine.status().model_dump_json(indent=1)
+
+    return server
+
+
+def transport_security(host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection: only loopback Host/Origin headers unless bound elsewhere on purpose."""
+    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"]
+    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+    if host not in LOOPBACK:
+        hosts += [f"{host}:*", host]
+        origins += [f"http://{host}:*", f"https://{host}:*"]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins)
+
+
+class BearerAuth:
+    """ASGI middleware: every request must carry `Authorization: Bearer <token>`."""
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self.token = token.encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            supplied = headers.get(b"authorization", b"")
+            if not secrets.compare_digest(supplied, b"Bearer " + self.token):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token\n"})
+                return
+        await self.app(scope, receive, send)
+
+
+def http_app(server: MCPServer, transport: str, host: str, auth_token: str | None):
+    security = transport_security(host)
+    app = (server.streamable_http_app(transport_security=security, host=host) if transport == "streamable-http"
+           else server.sse_app(transport_security=security, host=host))
+    return BearerAuth(app, auth_token) if auth_token else app

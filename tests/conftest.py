@@ -1,0 +1,63 @@
+"""Shared fixtures: a copy of the polyglot workspace in tmp_path (plus the ignored and generated
+files git cannot carry), and Engines over it with real Tantivy and LanceDB."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from indexers.embed import HashEmbedder
+from mcp_retrieval import Config, Engine
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "workspace"
+
+
+def make_workspace(dest: Path) -> Path:
+    shutil.copytree(FIXTURE, dest)
+    (dest / "build").mkdir()
+    (dest / "build" / "out.py").write_text("def build_output():\n    return 'ignored by .gitignore'\n")
+    (dest / "node_modules" / "leftpad").mkdir(parents=True)
+    (dest / "node_modules" / "leftpad" / "index.js").write_text("module.exports = () => 'vendored';\n")
+    (dest / "debug.log").write_text("ignored by *.log\n")
+    (dest / "web" / "generated").mkdir()
+    (dest / "web" / "generated" / "bundle.js").write_text("export const bundle = 'generated, ignored';\n")
+    (dest / "huge.txt").write_text("x" * 1_100_000)
+    (dest / ".git" / "info").mkdir(parents=True)
+    (dest / ".git" / "info" / "exclude").write_text("secret_notes.txt\n")
+    (dest / "secret_notes.txt").write_text("excluded by .git/info/exclude\n")
+    outside = dest.parent / "outside.txt"
+    outside.write_text("a file outside the root\n")
+    os.symlink(outside, dest / "link_outside.txt")
+    return dest
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Path:
+    return make_workspace(tmp_path / "ws")
+
+
+@pytest.fixture
+def config(workspace: Path, tmp_path: Path) -> Config:
+    return Config.resolve(workspace, tmp_path / "index", persist_sessions=False)
+
+
+@pytest.fixture
+def engine(config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """An indexed Engine with the hash embedder (vectors without meaning: fast, deterministic)."""
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    config.cache_dir = tmp_path / "cache"
+    eng = Engine(config, embedder=HashEmbedder())
+    eng.reindex()
+    yield eng
+    eng.close()
+
+
+@pytest.fixture(scope="session")
+def minilm(tmp_path_factory):
+    """The real embedding model, loaded once per test session."""
+    from indexers.embed import MiniLMEmbedder
+
+    return MiniLMEmbedder(tmp_path_factory.mktemp("model-cache"))

@@ -1,0 +1,54 @@
+from indexers.analysis import split_identifier, terms
+from indexers.chunk import MAX_CHARS, chunk_file
+from indexers.languages import language_for
+
+
+def chunks_of(workspace, rel):
+    text = (workspace / rel).read_text()
+    return text, chunk_file(rel, text, language_for(rel))
+
+
+def test_python_definitions_become_chunks_with_qualified_symbols(workspace):
+    text, chunks = chunks_of(workspace, "src/shop/cart.py")
+    symbols = {c.symbol for c in chunks}
+    assert "Cart" in symbols or {"Cart.add_item", "Cart.total"} <= symbols
+    lines = text.splitlines()
+    for c in chunks:  # every chunk is exactly its line range of the file
+        assert c.text == "\n".join(lines[c.start_line - 1: c.end_line])
+        assert c.header.startswith("src/shop/cart.py")
+
+
+def test_typescript_go_and_rust_are_chunked_by_definition(workspace):
+    _, ts = chunks_of(workspace, "web/app.ts")
+    _, go = chunks_of(workspace, "server/main.go")
+    _, rs = chunks_of(workspace, "engine/src/lib.rs")
+    assert any(c.symbol and c.symbol.startswith("CartView") for c in ts)
+    assert {"handleCheckout", "main"} <= {c.symbol for c in go} | {None} or any(c.symbol == "handleCheckout" for c in go)
+    assert any(c.symbol == "compute_shipping" for c in rs)
+
+
+def test_markdown_is_split_at_headings_with_the_heading_trail(workspace):
+    _, chunks = chunks_of(workspace, "docs/guide.md")
+    assert any(c.symbol == "Shop guide > Discounts" for c in chunks)
+
+
+def test_a_long_function_is_split_and_every_piece_keeps_its_symbol():
+    body = "\n".join(f"    value_{i} = compute({i}) + other_call({i})" for i in range(400))
+    text = f"def enormous():\n{body}\n    return 0\n"
+    chunks = chunk_file("big.py", text, "python")
+    assert len(chunks) > 1
+    assert all(c.symbol == "enormous" for c in chunks)
+    assert all(len(c.text) <= MAX_CHARS * 2 + 200 for c in chunks)
+    assert chunks[0].start_line == 1 and chunks[-1].end_line == len(text.splitlines())
+
+
+def test_syntax_errors_and_empty_files_do_not_raise():
+    assert chunk_file("bad.py", "def broken(:\n  pass\n  ))))", "python")
+    assert chunk_file("empty.py", "", "python") == []
+    assert chunk_file("blank.rs", "\n\n  \n", "rust") == []
+
+
+def test_identifiers_are_split_and_kept_whole():
+    assert split_identifier("getHTTPResponse_code") == ["get", "http", "response", "code"]
+    t = terms("merge_environment_settings XMLParser")
+    assert {"merge_environment_settings", "merge", "environment", "settings", "xmlparser", "xml", "parser"} <= set(t)

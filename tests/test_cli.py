@@ -1,0 +1,48 @@
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp_retrieval.cli import build_parser
+
+README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+
+
+def test_every_cli_command_is_documented_in_the_readme():
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for name in commands:
+        assert re.search(rf"mcp-retrieval {name}\b", README), name
+
+
+def test_the_readme_gives_exactly_two_setup_commands():
+    block = README.split("## Set up", 1)[1].split("##", 1)[0]
+    assert len(re.findall(r"^```(?:bash|sh)$", block, flags=re.M)) == 2
+
+
+def run_cli(*args, env_extra=None, tmp_path):
+    env = {"MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none", "PATH": "/usr/bin:/bin"}
+    return subprocess.run([sys.executable, "-m", "mcp_retrieval", *args], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+def test_index_status_context_packet_and_graph_from_the_shell(workspace, tmp_path):
+    common = ["--root", str(workspace), "--index-dir", str(tmp_path / "idx")]
+    r = run_cli("index", *common, tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["files_changed"] >= 8
+    r = run_cli("status", *common, "--json", tmp_path=tmp_path)
+    assert json.loads(r.stdout)["files"] >= 8
+    r = run_cli("context", "apply_discount", *common, "--json", tmp_path=tmp_path)
+    assert json.loads(r.stdout)["chunks"][0]["symbol"] == "apply_discount"
+    r = run_cli("packet", "handleCheckout", *common, tmp_path=tmp_path)
+    assert r.returncode == 0 and "server/main.go" in r.stdout
+    r = run_cli("graph", "Cart.subtotal", "--relation", "callers", *common, "--json", tmp_path=tmp_path)
+    assert "Cart.total" in r.stdout
+    r = run_cli("context", "", *common, tmp_path=tmp_path)
+    assert r.returncode == 2 and "query" in r.stderr
+
+
+def test_a_missing_root_is_a_one_line_error(tmp_path):
+    r = run_cli("status", "--root", str(tmp_path / "nope"), tmp_path=tmp_path)
+    assert r.returncode == 2 and "not a directory" in r.stderr

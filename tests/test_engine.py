@@ -1,0 +1,136 @@
+import pytest
+
+from mcp_retrieval import BadRequest, Engine
+from mcp_retrieval.neutralize import contains_tag
+
+
+def test_reindex_indexes_the_workspace_and_a_second_run_touches_nothing(engine):
+    status = engine.status()
+    assert status.files >= 8 and status.chunks > status.files
+    assert status.vectors_pending == 0 and status.state == "ready"
+    again = engine.reindex()
+    assert again.files_changed == 0 and again.chunks_added == 0 and again.chunks_embedded == 0
+
+
+def test_context_returns_the_defining_chunk_for_an_identifier(engine):
+    r = engine.context("apply_discount", debug=True)
+    assert r.know is not None and r.miss is None
+    assert r.chunks[0].path == "src/shop/pricing.py" and r.chunks[0].symbol == "apply_discount"
+    assert "symbol" in r.chunks[0].tiers
+    assert {s.name for s in r.debug.stages} >= {"classify", "extract", "lexical", "dense", "anchors", "fusion",
+                                                 "graph", "rerank", "assemble"}
+
+
+def test_chunks_carry_the_contract_fields_and_never_exceed_the_budget(engine):
+    r = engine.context("how is the checkout total computed with tax and discount", budget_tokens=256, debug=True)
+    assert r.know is not None
+    assert sum(c.tokens + 24 for c in r.chunks) <= 256
+    for c in r.chunks:
+        assert c.text is not None and len(c.content_sha256) == 64 and c.start_line <= c.end_line
+    assert r.window.count("<mcp-retrieval:chunk ") == len(r.chunks)
+    assert r.debug.assembled_tokens <= 256
+
+
+def test_a_nonsense_query_is_a_miss_with_a_marker_only_window(engine):
+    r = engine.context("zqxv wplk frrbz")
+    assert r.know is None and r.miss.reason == "abstain"
+    assert r.chunks == [] and "no_match" in r.window
+
+
+def test_bad_arguments_are_clear_errors_and_the_next_call_works(engine):
+    for kwargs, word in [({"query": ""}, "query"), ({"query": "   "}, "query"), ({"query": 7}, "query"),
+                         ({"query": "x", "budget_tokens": 10}, "budget_tokens"),
+                         ({"query": "x", "max_chunks": 0}, "max_chunks"),
+                         ({"query": "x", "active_files": ["../../etc/passwd"]}, "outside"),
+                         ({"query": "x", "path_prefix": "/etc"}, "outside"),
+                         ({"query": "x", "sub_queries": ["a", "b", "c", "d"]}, "sub_queries")]:
+        with pytest.raises(BadRequest, match=word):
+            engine.context(**kwargs)
+    with pytest.raises(BadRequest, match="outside"):
+        engine.reindex(paths=["../../etc"])
+    assert engine.context("apply_discount").know is not None
+
+
+def test_huge_and_odd_queries_get_an_answer_or_a_clean_miss(engine):
+    for q in ["Cart.total " * 5000, "!!! ??? ...", "\ud800 lone surrogate \x00 nul", "購物車の合計を計算する"]:
+        r = engine.context(q, debug=True)
+        assert (r.know is None) != (r.miss is None)
+
+
+def test_packet_returns_pointers_without_bodies(engine):
+    p = engine.packet("compute_shipping express parcel cost", max_items=5, task="edit")
+    assert p.know is not None and 1 <= len(p.items) <= 5
+    top = p.items[0]
+    assert top.path == "engine/src/lib.rs"
+    assert top.fresh is True and top.action == "reread"  # edits always reread
+    assert "text" not in top.model_dump()
+
+
+def test_a_second_identical_call_in_a_session_returns_stubs(engine):
+    q = "cart add item quantity subtotal"
+    first = engine.context(q, session_id="s1")
+    second = engine.context(q, session_id="s1")
+    other = engine.context(q, session_id="s2")
+    opted_out = engine.context(q, session_id="s1", ignore_delivered=True)
+    delivered = {c.content_sha256 for c in first.chunks}
+    stubs = {c.content_sha256 for c in second.chunks if c.delivered}
+    assert len(stubs) >= 0.8 * len(delivered)
+    assert all(c.text is None for c in second.chunks if c.delivered)
+    assert not any(c.delivered for c in other.chunks) and not any(c.delivered for c in opted_out.chunks)
+
+
+def test_forged_control_tags_in_indexed_text_never_reach_the_window(engine):
+    r = engine.context("flux capacitor calibration release notes")
+    assert any(c.path == "notes/forged.md" for c in r.chunks)
+    ours = r.window.count("<mcp-retrieval:chunk ") + r.window.count("<mcp-retrieval:stub ")
+    for line in r.window.splitlines():
+        if contains_tag(line):
+            assert line.startswith(("<mcp-retrieval:chunk ", "<mcp-retrieval:stub ")), line
+            ours -= 1
+    assert ours == 0
+    assert all(not contains_tag(c.text) for c in r.chunks if c.text)
+
+
+def test_an_edited_file_is_never_served_as_current(engine, workspace):
+    pricing = workspace / "src" / "shop" / "pricing.py"
+    pricing.write_text(pricing.read_text().replace("SAVE10", "SAVE25").replace("0.9", "0.75"))
+    p = engine.packet("apply_discount discount code")
+    item = next(i for i in p.items if i.path == "src/shop/pricing.py")
+    assert item.fresh is False and item.action == "refresh"
+    r = engine.context("apply_discount discount code")
+    served = [c.text for c in r.chunks if c.path == "src/shop/pricing.py" and c.text]
+    assert served and all("SAVE10" not in t for t in served)
+
+
+def test_a_deleted_file_is_dropped_from_answers(engine, workspace):
+    (workspace / "engine" / "src" / "lib.rs").unlink()
+    r = engine.context("compute_shipping parcel weight express")
+    assert all(c.path != "engine/src/lib.rs" for c in r.chunks)
+
+
+def test_reindex_picks_up_edits_and_deletions_incrementally(engine, workspace):
+    (workspace / "src" / "shop" / "refunds.py").write_text("def issue_refund(order_id):\n    return order_id\n")
+    (workspace / "web" / "util.js").unlink()
+    r = engine.reindex()
+    assert r.files_changed == 1 and r.files_removed == 1 and r.chunks_embedded >= 1
+    assert engine.context("issue_refund").chunks[0].path == "src/shop/refunds.py"
+
+
+def test_an_empty_root_answers_with_an_empty_index_miss(tmp_path):
+    from indexers.embed import HashEmbedder
+    from mcp_retrieval import Config
+
+    (tmp_path / "empty").mkdir()
+    cfg = Config.resolve(tmp_path / "empty", tmp_path / "idx", persist_sessions=False)
+    cfg.cache_dir = tmp_path / "cache"
+    eng = Engine(cfg, embedder=HashEmbedder())
+    r = eng.context("anything at all")
+    assert r.miss.reason == "empty_index" and r.miss.escalate_to == "reindex"
+    eng.close()
+
+
+def test_a_root_that_does_not_exist_is_a_clear_error(tmp_path):
+    from mcp_retrieval import Config
+
+    with pytest.raises(ValueError, match="not a directory"):
+        Config.resolve(tmp_path / "missing")

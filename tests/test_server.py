@@ -1,0 +1,83 @@
+"""Drive the MCP server as clients do: in memory with the SDK client, and over stdio."""
+
+import os
+import sys
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from mcp_retrieval.server import build_server
+
+
+def run(coro_fn, *args):
+    return anyio.run(coro_fn, *args)
+
+
+def test_the_server_lists_four_tools_with_descriptions_and_answers_context(engine):
+    async def go():
+        async with Client(build_server(engine)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert set(tools) == {"context", "packet", "query_graph", "reindex"}
+            assert all(len(t.description) > 100 for t in tools.values())
+            r = await client.call_tool("context", {"query": "apply_discount", "budget_tokens": 1000})
+            assert not r.is_error
+            assert r.structured_content["know"]["found"] is True
+            assert r.structured_content["chunks"][0]["path"] == "src/shop/pricing.py"
+            assert "<mcp-retrieval:chunk" in r.content[0].text
+            status = await client.read_resource("index://status")
+            assert '"files"' in status.contents[0].text
+
+    run(go)
+
+
+def test_bad_input_is_a_tool_error_naming_the_argument_and_the_next_call_works(engine):
+    async def go():
+        async with Client(build_server(engine)) as client:
+            for args, word in [({"query": ""}, "query"), ({"query": "x", "budget_tokens": 1}, "budget_tokens"),
+                               ({"query": 12}, "query"), ({"query": "x", "active_files": ["../../etc/passwd"]}, "outside")]:
+                r = await client.call_tool("context", args)
+                assert r.is_error and word in r.content[0].text
+                assert "Error executing tool context" not in r.content[0].text.replace(
+                    "Error executing tool context: ", "", 1) or word in r.content[0].text
+            r = await client.call_tool("query_graph", {"node": "Cart", "depth": 9})
+            assert r.is_error and "depth" in r.content[0].text
+            r = await client.call_tool("packet", {"query": "compute_shipping"})
+            assert not r.is_error and r.structured_content["items"][0]["path"] == "engine/src/lib.rs"
+
+    run(go)
+
+
+def test_reindex_and_query_graph_tools_return_structured_results(engine):
+    async def go():
+        async with Client(build_server(engine)) as client:
+            r = await client.call_tool("reindex", {})
+            assert not r.is_error and r.structured_content["files_changed"] == 0
+            r = await client.call_tool("query_graph", {"node": "Cart.subtotal", "relation": "callers"})
+            assert "src/shop/cart.py::Cart.total" in {n["id"] for n in r.structured_content["nodes"]}
+            r = await client.call_tool("query_graph", {"node": "Crat"})
+            assert r.structured_content["miss"]["reason"] == "not_found"
+
+    run(go)
+
+
+@pytest.mark.timeout(300)
+def test_the_server_runs_over_stdio_as_a_subprocess(workspace, tmp_path):
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none"}
+    params = StdioServerParameters(command=sys.executable, env=env,
+                                   args=["-m", "mcp_retrieval", "serve", "--root", str(workspace),
+                                         "--index-dir", str(tmp_path / "idx"), "--no-watch"])
+
+    async def go():
+        async with Client(params) as client:
+            r = await client.call_tool("reindex", {})
+            assert not r.is_error and r.structured_content["index"]["files"] >= 8  # serve indexes on start
+            r = await client.call_tool("context", {"query": "how is shipping priced for express parcels"})
+            assert r.structured_content["chunks"][0]["path"] in ("engine/src/lib.rs", "docs/guide.md")
+            r = await client.call_tool("context", {"query": "  "})
+            assert r.is_error and "query" in r.content[0].text
+            r = await client.call_tool("packet", {"query": "handleCheckout"})
+            assert r.structured_content["items"][0]["path"] == "server/main.go"
+
+    anyio.run(go)

@@ -1,0 +1,61 @@
+import threading
+
+from mcp_retrieval.session import SessionRegister
+
+
+def test_sessions_do_not_leak_into_each_other():
+    reg = SessionRegister()
+    reg.record("alice", ["a1", "a2"])
+    reg.record("bob", ["b1"])
+    assert reg.delivered("alice") == {"a1", "a2"}
+    assert reg.delivered("bob") == {"b1"}
+    assert reg.delivered("carol") == set()
+
+
+def test_thousands_of_sessions_stay_bounded_by_the_lru():
+    reg = SessionRegister(max_sessions=100)
+    for i in range(5000):
+        reg.record(f"s{i}", [f"c{i}"])
+    assert len(reg) == 100
+    assert reg.delivered("s4999") == {"c4999"}
+    assert reg.delivered("s0") == set()
+
+
+def test_very_long_session_ids_are_hashed_not_stored():
+    reg = SessionRegister()
+    long_id = "x" * 1_000_000
+    reg.record(long_id, ["c"])
+    assert reg.delivered(long_id) == {"c"}
+    assert all(len(k) == 32 for k in reg._sessions)
+
+
+def test_sessions_expire_after_their_ttl():
+    reg = SessionRegister(ttl_s=0)
+    reg.record("s", ["c"])
+    assert reg.delivered("s") == set()
+
+
+def test_sessions_persist_across_restarts(tmp_path):
+    path = tmp_path / "sessions.json"
+    reg = SessionRegister(persist_path=path)
+    reg.record("s", ["c1"])
+    reg.save()
+    assert SessionRegister(persist_path=path).delivered("s") == {"c1"}
+    path.write_text("{not json")
+    assert SessionRegister(persist_path=path).delivered("s") == set()
+
+
+def test_concurrent_calls_in_one_session_are_safe():
+    reg = SessionRegister()
+
+    def worker(n):
+        for i in range(200):
+            reg.record("shared", [f"{n}-{i}"])
+            reg.delivered("shared")
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(reg.delivered("shared")) == 1600
