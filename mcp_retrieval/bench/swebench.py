@@ -1,0 +1,177 @@
+"""SWE-bench localisation benchmark: does `packet`, given the raw issue text, put the files the
+real fix touched first?
+
+    python -m mcp_retrieval.bench swebench --instances ../shared/eval/swebench_dev.jsonl \\
+        --repo psf/requests=/path/to/requests.git --repo pallets/flask=/path/to/flask.git ... \\
+        --work /tmp/swebench-work [--modes bm25_file,lexical,dense,rrf,rerank,full] [--no-dense]
+
+For each instance the repository is put at `base_commit` (incrementally), the index is updated
+incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
+Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
+packet latency per mode, as a Markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from mcp_retrieval.bench.checkout import checkout
+from mcp_retrieval.bench.filebm25 import FileBM25
+from mcp_retrieval.config import Config
+from mcp_retrieval.engine import Engine
+from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
+
+KS = (1, 3, 5, 10)
+ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "rerank", "full")
+
+
+def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
+    """(tier weights, graph on, z-score rerank on) for an ablation mode."""
+    if mode == "lexical":
+        return {"lexical": 1.0}, False, False
+    if mode == "dense":
+        return {"dense": 1.0}, False, False
+    if mode == "rrf":
+        return dict(base), False, False
+    if mode == "rerank":
+        return dict(base), False, True
+    return dict(base), True, True  # full
+
+
+def rank_files(engine: Engine, query: str) -> tuple[list[str], list[str], float]:
+    t0 = time.perf_counter()
+    packet = engine.packet(query, max_items=50)
+    ms = (time.perf_counter() - t0) * 1000
+    files = list(dict.fromkeys(i.path for i in packet.items))
+    symbols = [f"{i.path}::{i.symbol}" for i in packet.items[:10] if i.symbol]
+    return files, symbols, ms
+
+
+def score(files: list[str], gold: list[str]) -> dict[str, float]:
+    out = {}
+    for k in KS:
+        top = set(files[:k])
+        out[f"acc@{k}"] = float(all(g in top for g in gold))
+        out[f"recall@{k}"] = sum(g in top for g in gold) / len(gold)
+    ranks = [files.index(g) + 1 for g in gold if g in files]
+    out["mrr"] = 1.0 / min(ranks) if ranks else 0.0
+    return out
+
+
+def function_hits(symbols: list[str], spans: dict[str, list[str]]) -> float:
+    wanted = [(path, name) for path, names in spans.items() for name in names]
+    if not wanted:
+        return float("nan")
+    found = 0
+    for path, name in wanted:
+        for s in symbols:
+            spath, _, sym = s.partition("::")
+            if spath == path and (sym == name or name.startswith(sym + ".") or sym.startswith(name + ".")):
+                found += 1
+                break
+    return found / len(wanted)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench swebench")
+    ap.add_argument("--instances", required=True)
+    ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
+    ap.add_argument("--work", default="/tmp/mcp-retrieval-swebench")
+    ap.add_argument("--modes", default=",".join(ALL_MODES))
+    ap.add_argument("--no-dense", action="store_true", help="lexical + anchors + graph only (fast)")
+    ap.add_argument("--only", default=None, help="comma-separated repos to run")
+    ap.add_argument("--out", default=None, help="write per-instance results as JSON lines here")
+    args = ap.parse_args(argv)
+    repos = dict(r.split("=", 1) for r in args.repo)
+    modes = [m for m in args.modes.split(",") if m]
+    rows = [json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()]
+    if args.only:
+        rows = [r for r in rows if r["repo"] in args.only.split(",")]
+    rows = [r for r in rows if r["repo"] in repos]
+    rows.sort(key=lambda r: (r["repo"], r["instance_id"]))
+    work = Path(args.work)
+    engines: dict[str, tuple[Engine, FileBM25]] = {}
+    results: list[dict] = []
+    out_file = open(args.out, "w") if args.out else None
+    for row in rows:
+        repo = row["repo"]
+        tree = work / "trees" / repo.replace("/", "__")
+        moved = checkout(Path(repos[repo]), row["base_commit"], tree)
+        if repo not in engines:
+            cfg = Config.resolve(tree, work / "index" / repo.replace("/", "__"), persist_sessions=False,
+                                 embedder="none" if args.no_dense else "minilm")
+            cfg.cache_dir = work / "cache"
+            engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
+        engine, file_bm25 = engines[repo]
+        t0 = time.perf_counter()
+        sync = engine.reindex()
+        file_bm25.sync(tree, engine.store.all_paths())
+        index_s = time.perf_counter() - t0
+        base_weights = dict(Config.resolve(tree).tier_weights)
+        result = {"instance_id": row["instance_id"], "repo": repo, "gold": row["gold_files"], "modes": {},
+                  "index_s": round(index_s, 1), "embedded": sync.chunks_embedded, "reused": sync.embeddings_reused,
+                  "checkout": moved}
+        for mode in modes:
+            if mode == "bm25_file":
+                t1 = time.perf_counter()
+                files = file_bm25.search(row["problem_statement"], 50)
+                symbols, ms = [], (time.perf_counter() - t1) * 1000
+            else:
+                if mode == "dense" and args.no_dense:
+                    continue
+                weights, graph, zscore = mode_settings(mode, base_weights)
+                engine.config.tier_weights, engine.config.graph = weights, graph
+                engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
+                files, symbols, ms = rank_files(engine, row["problem_statement"])
+            m = score(files, row["gold_files"])
+            m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
+            m["ms"] = ms
+            m["top5"] = files[:5]
+            result["modes"][mode] = m
+        results.append(result)
+        if out_file:
+            out_file.write(json.dumps(result) + "\n")
+            out_file.flush()
+        full = result["modes"].get(modes[-1], {})
+        print(f"{row['instance_id']:40} idx {index_s:6.1f}s  " +
+              " ".join(f"{m}:{int(result['modes'][m]['acc@5'])}" for m in result["modes"]) +
+              f"  gold={row['gold_files'][0]} top={full.get('top5', [''])[:2]}", file=sys.stderr, flush=True)
+    print(report(results, modes))
+    for engine, _ in engines.values():
+        engine.close()
+    return 0
+
+
+def report(results: list[dict], modes: list[str]) -> str:
+    lines = [f"instances: {len(results)}", "",
+             "| mode | Acc@1 | Acc@3 | Acc@5 | Acc@10 | Recall@5 | MRR | func hits@10 | p50 ms | p95 ms |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for mode in modes:
+        ms = [r["modes"][mode] for r in results if mode in r["modes"]]
+        if not ms:
+            continue
+        mean = lambda key: statistics.fmean(m[key] for m in ms)  # noqa: E731
+        fh = [m["func_hits"] for m in ms if m["func_hits"] == m["func_hits"]]
+        lat = sorted(m["ms"] for m in ms)
+        p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
+        lines.append(f"| {mode} | {mean('acc@1'):.2f} | {mean('acc@3'):.2f} | {mean('acc@5'):.2f} | "
+                     f"{mean('acc@10'):.2f} | {mean('recall@5'):.2f} | {mean('mrr'):.2f} | "
+                     f"{statistics.fmean(fh) if fh else float('nan'):.2f} | {statistics.median(lat):.0f} | {p95:.0f} |")
+    per_repo = defaultdict(list)
+    for r in results:
+        per_repo[r["repo"]].append(r)
+    lines += ["", "| repo | n | " + " | ".join(f"{m} Acc@5" for m in modes) + " |",
+              "|---|---|" + "---|" * len(modes)]
+    for repo, rs in sorted(per_repo.items()):
+        cells = []
+        for m in modes:
+            vals = [r["modes"][m]["acc@5"] for r in rs if m in r["modes"]]
+            cells.append(f"{statistics.fmean(vals):.2f}" if vals else "-")
+        lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
