@@ -19,6 +19,7 @@ from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 
 MIN_COVERAGE = 0.30
+COVERAGE_TERMS = 8
 MIN_DENSE = 0.30
 
 
@@ -42,7 +43,8 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     top = ranked[0]
     wanted = salient_terms(query)
     have = set(terms(top.chunk.header + "\n" + top.chunk.text))
-    coverage = len(wanted & have) / len(wanted) if wanted else 0.0
+    # A pasted issue has hundreds of terms and no chunk holds them all: cover a handful to count as evidence.
+    coverage = min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
     dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
     head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}
     head_dense = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("dense", 10**6))[:5] if "dense" in c.raw}

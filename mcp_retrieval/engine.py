@@ -65,6 +65,9 @@ class Engine:
     def _load_embedder(self):
         if self.config.embedder == "none":
             return None
+        if self.config.embedder == "hash":  # meaning-free vectors for tests and crash drills
+            from indexers.embed import HashEmbedder
+            return HashEmbedder()
         try:
             return MiniLMEmbedder(self.config.cache_dir)
         except (ModelUnavailable, ImportError, OSError, ValueError) as exc:

@@ -41,9 +41,9 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
     if wanted:
         proc = subprocess.Popen(["git", f"--git-dir={git_dir}", "cat-file", "--batch"], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE)
-        proc.stdin.write("".join(f"{sha}\n" for _, sha in wanted).encode())
-        proc.stdin.close()
-        for path, sha in wanted:
+        for path, sha in wanted:  # one request, one answer: never fill both pipes at once
+            proc.stdin.write(f"{sha}\n".encode())
+            proc.stdin.flush()
             header = proc.stdout.readline().decode().split()
             if len(header) < 3 or header[1] == "missing":
                 missing += 1
@@ -56,6 +56,7 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
                 shutil.rmtree(target)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
+        proc.stdin.close()
         proc.wait()
     state_file.write_text(json.dumps(new))
     return {"written": len(wanted) - missing, "removed": len(removed), "missing": missing}
