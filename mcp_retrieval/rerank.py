@@ -26,6 +26,8 @@ log = logging.getLogger(__name__)
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
                         r"[^/]*\.(test|spec)\.\w+)$")
+_DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|release notes?|install(ation)?)\b",
+                         re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 Z_TIERS = ("lexical", "dense")
@@ -46,7 +48,7 @@ class RerankSignals:
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
     return RerankSignals(query=query, anchored_files=set(anchored_files),
-                         code_question=query_class in ("identifier", "debug", "path"),
+                         code_question=query_class not in ("procedural", "broad") and not _DOCS_QUERY.search(query),
                          about_tests=bool(_TEST_QUERY.search(query)))
 
 
@@ -55,7 +57,7 @@ class RerankWeights:
     fused: float = 0.75  # share of the fused rank score in the blend
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.5
-    prose_factor: float = 0.8
+    prose_factor: float = 0.6
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
 

@@ -1,16 +1,16 @@
 import sys
 
-from mcp_retrieval.bench import scale, swebench
+from mcp_retrieval.bench import questions, scale, swebench
 
-USAGE = "usage: python -m mcp_retrieval.bench {swebench|scale} ... (--help for each)"
+USAGE = "usage: python -m mcp_retrieval.bench {swebench|questions|scale} ... (--help for each)"
+COMMANDS = {"swebench": swebench, "questions": questions, "scale": scale}
 
 
 def main(argv: list[str]) -> int:
-    if not argv or argv[0] not in ("swebench", "scale"):
+    if not argv or argv[0] not in COMMANDS:
         print(USAGE, file=sys.stderr)
         return 2
-    module = swebench if argv[0] == "swebench" else scale
-    return module.main(argv[1:])
+    return COMMANDS[argv[0]].main(argv[1:])
 
 
 raise SystemExit(main(sys.argv[1:]))
