@@ -8,6 +8,7 @@ written last, so a crash leaves the file looking unindexed and the next run redo
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from indexers.chunk import Chunk
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -25,9 +26,10 @@ CREATE TABLE IF NOT EXISTS files (
     path TEXT PRIMARY KEY, size INTEGER, mtime_ns INTEGER, sha256 TEXT, language TEXT, indexed_at REAL);
 CREATE TABLE IF NOT EXISTS chunks (
     id TEXT PRIMARY KEY, path TEXT, start_line INTEGER, end_line INTEGER, symbol TEXT, kind TEXT,
-    language TEXT, header TEXT, text TEXT, sha256 TEXT, tokens INTEGER, embedded INTEGER DEFAULT 0);
+    language TEXT, header TEXT, text TEXT, sha256 TEXT, tokens INTEGER, embedded INTEGER DEFAULT 0,
+    priority INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS chunks_path ON chunks(path);
-CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(embedded);
+CREATE INDEX IF NOT EXISTS chunks_pending ON chunks(embedded, priority);
 CREATE TABLE IF NOT EXISTS symbols (
     id TEXT PRIMARY KEY, path TEXT, name TEXT, qualname TEXT, kind TEXT, start_line INTEGER, end_line INTEGER);
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
@@ -74,9 +76,20 @@ class Store:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
         with self._lock:
+            version = self._version()
+            if version is not None and version != str(SCHEMA_VERSION):  # older layout: rebuild from scratch
+                for table in ("meta", "files", "chunks", "symbols", "edges"):
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
             self._db.executescript(_DDL)
             if self.get_meta("schema_version") is None:
                 self.set_meta("schema_version", str(SCHEMA_VERSION))
+
+    def _version(self) -> str | None:
+        try:
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError:
+            return None
+        return row[0] if row else None
 
     def close(self) -> None:
         with self._lock:
@@ -121,9 +134,9 @@ class Store:
                 for table in ("chunks", "symbols", "edges", "files"):
                     cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
                 cur.executemany(
-                    f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    f"INSERT OR REPLACE INTO chunks({_CHUNK_COLUMNS}, priority) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
-                      c.sha256, tokens, int(c.id in embedded_ids)) for c, tokens in chunks])
+                      c.sha256, tokens, int(c.id in embedded_ids), embed_priority(c)) for c, tokens in chunks])
                 cur.executemany("INSERT OR REPLACE INTO symbols VALUES (?,?,?,?,?,?,?)", symbols)
                 cur.executemany("INSERT INTO edges VALUES (?,?,?,?,?)", edges)
                 now = time.time()
@@ -160,10 +173,11 @@ class Store:
                 out.extend(r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path=?", (p,)))
         return out
 
-    def pending_chunks(self, limit: int) -> list[StoredChunk]:
+    def pending_chunks(self, limit: int, max_priority: int = 2) -> list[StoredChunk]:
+        """Chunks without vectors, code first, then tests, then prose (see `embed_priority`)."""
         with self._lock:
-            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE embedded=0 LIMIT ?",
-                                    (limit,)).fetchall()
+            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE embedded=0 AND priority<=? "
+                                    "ORDER BY priority LIMIT ?", (max_priority, limit)).fetchall()
         return [_stored(r) for r in rows]
 
     def mark_embedded(self, ids: Sequence[str]) -> None:
@@ -188,6 +202,21 @@ class Store:
         """Read-only SQL for the graph and anchor lookups (kept in one place for locking)."""
         with self._lock:
             return self._db.execute(sql, params).fetchall()
+
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
+                        r"[^/]*\.(test|spec)\.\w+)$")
+
+
+def is_test_path(path: str) -> bool:
+    return bool(_TEST_PATH.search(path))
+
+
+def embed_priority(chunk: Chunk) -> int:
+    """0: source code, 1: tests, 2: prose and unparsed text — the order vectors fill in."""
+    if chunk.kind in ("section", "window"):
+        return 2
+    return 1 if is_test_path(chunk.path) else 0
 
 
 def _stored(row: tuple) -> StoredChunk:

@@ -143,8 +143,10 @@ class Indexer:
             language = language_for(entry.path)
             tree = parse(text, language)
             chunks = chunk_file(entry.path, text, language, tree)
-            graph = extract(entry.path, language, tree) if tree is not None else None
             timings["parse_chunk"] += _ms(t0)
+            t0 = time.perf_counter()
+            graph = extract(entry.path, language, tree) if tree is not None else None
+            timings["graph"] += _ms(t0)
             batch.append((record, language, chunks, graph))
             result.files_changed += 1
             if len(batch) >= BATCH_FILES:
@@ -178,16 +180,19 @@ class Indexer:
         result.chunks_added += len(chunks)
 
     # --- vectors, behind ------------------------------------------------------------------
-    def embed_pending(self, *, should_stop: Callable[[], bool] | None = None,
-                      progress: Progress | None = None) -> tuple[int, int]:
-        """Embed chunks without vectors (cache first). Returns (embedded, reused)."""
+    def embed_pending(self, *, should_stop: Callable[[], bool] | None = None, progress: Progress | None = None,
+                      max_priority: int = 2) -> tuple[int, int]:
+        """Embed chunks without vectors (cache first), code before tests before prose.
+
+        `max_priority` < 2 leaves the later classes pending (the benchmark's code-only mode).
+        Returns (embedded, reused)."""
         if self.embedder is None or self.vectors is None or self.cache is None:
             return 0, 0
         embedded = reused = 0
         total = self.store.counts()["vectors_pending"]
         with WriteLock(self._lock_path):
             while not (should_stop and should_stop()):
-                pending = self.store.pending_chunks(EMBED_BATCH)
+                pending = self.store.pending_chunks(EMBED_BATCH, max_priority)
                 if not pending:
                     break
                 inputs = [embed_text(c.header, c.text) for c in pending]

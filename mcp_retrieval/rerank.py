@@ -20,21 +20,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from indexers.store import is_test_path
 from mcp_retrieval.retrieve import Candidate
 
 log = logging.getLogger(__name__)
 
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
-                        r"[^/]*\.(test|spec)\.\w+)$")
 _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|release notes?|install(ation)?)\b",
                          re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 Z_TIERS = ("lexical", "dense")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 @dataclass

@@ -1,10 +1,162 @@
-"""Scale benchmark (placeholder entry point is intentionally absent): see docs/BENCHMARKS.md."""
+"""Scale benchmark: cold index time by phase, chunks/s, peak RSS, first lexical answer, warm
+latencies, one-file incremental update — next to the physical floor of the parts.
+
+    python -m mcp_retrieval.bench scale --root /path/to/work/tree [--queries FILE] [--no-dense]
+
+Starts from an empty index and an empty embedding cache (both in a temporary folder unless
+given), so every figure is a cold one. Prints a JSON report.
+"""
 
 from __future__ import annotations
 
-import sys
+import argparse
+import json
+import random
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import psutil
+
+from mcp_retrieval.config import Config
+from mcp_retrieval.engine import Engine
+
+
+class PeakRSS:
+    """Samples this process's resident memory every 50 ms; `peak` in MiB."""
+
+    def __init__(self) -> None:
+        self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        proc = psutil.Process()
+        while not self._stop.is_set():
+            self.peak = max(self.peak, proc.memory_info().rss / 2**20)
+            time.sleep(0.05)
+
+    def __enter__(self) -> "PeakRSS":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def percentiles(values: list[float]) -> dict[str, float]:
+    v = sorted(values)
+    return {"p50": round(statistics.median(v), 1), "p95": round(v[min(len(v) - 1, int(0.95 * (len(v) - 1) + 0.5))], 1),
+            "n": len(v)}
+
+
+def default_queries(engine: Engine, n: int = 30) -> list[str]:
+    """Half identifier look-ups, half docstring sentences, drawn deterministically from the index."""
+    rng = random.Random(7)
+    names = [r[0] for r in engine.store.query("SELECT DISTINCT name FROM symbols WHERE kind != 'file' AND "
+                                              "length(name) > 6 ORDER BY name")]
+    docs = [r[0] for r in engine.store.query("SELECT text FROM chunks WHERE kind IN ('function','method') "
+                                             "AND text LIKE '%\"\"\"%' ORDER BY id LIMIT 2000")]
+    sentences = []
+    for text in docs:
+        after = text.split('"""', 1)[1].strip().split("\n", 1)[0].strip()
+        if 20 < len(after) < 160:
+            sentences.append(after)
+    return rng.sample(names, min(n // 2, len(names))) + rng.sample(sentences, min(n - n // 2, len(sentences)))
 
 
 def main(argv: list[str]) -> int:
-    print("the scale benchmark is not written yet; see docs/BENCHMARKS.md for the index-time figures", file=sys.stderr)
-    return 2
+    ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench scale")
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--work", default=None, help="folder for the cold index and cache (default: temporary)")
+    ap.add_argument("--queries", default=None, help="one question per line (default: drawn from the index)")
+    ap.add_argument("--no-dense", action="store_true")
+    args = ap.parse_args(argv)
+    work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-scale-"))
+    cfg = Config.resolve(args.root, work / "index", persist_sessions=False,
+                         embedder="none" if args.no_dense else "minilm")
+    cfg.cache_dir = work / "cache"
+    report: dict = {"root": str(cfg.root), "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
+    with PeakRSS() as rss_index:
+        engine = Engine(cfg)
+        t0 = time.perf_counter()
+        sync = engine.indexer.sync()
+        lexical_s = time.perf_counter() - t0
+        first = engine.context("where is the main entry point configured")
+        report["first_lexical_answer_s"] = round(time.perf_counter() - t0, 1)
+        report["first_answer_state"] = first.index.state
+        t1 = time.perf_counter()
+        embedded, reused = engine.indexer.embed_pending()
+        embed_s = time.perf_counter() - t1
+    counts = engine.store.counts()
+    report["index"] = {"files": counts["files"], "chunks": counts["chunks"], "symbols": counts["symbols"],
+                       "edges": counts["edges"], "lexical_phase_s": round(lexical_s, 1),
+                       "phases_ms": {k: round(v) for k, v in sync.timings_ms.items()},
+                       "embed_s": round(embed_s, 1), "embedded": embedded, "reused": reused,
+                       "embed_chunks_per_s": round(embedded / embed_s, 1) if embedded else None,
+                       "total_s": round(lexical_s + embed_s, 1), "peak_rss_mib": round(rss_index.peak)}
+    queries = (Path(args.queries).read_text().splitlines() if args.queries else default_queries(engine))
+    queries = [q for q in queries if q.strip()]
+    with PeakRSS() as rss_serve:
+        for q in queries[:3]:  # warm caches (graph load, model session)
+            engine.packet(q)
+        lat_packet, lat_context = [], []
+        for q in queries:
+            t = time.perf_counter()
+            engine.packet(q)
+            lat_packet.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            engine.context(q)
+            lat_context.append((time.perf_counter() - t) * 1000)
+    report["latency_ms"] = {"packet": percentiles(lat_packet), "context": percentiles(lat_context),
+                            "serving_peak_rss_mib": round(rss_serve.peak)}
+    report["incremental_one_file_ms"] = _one_file_update(engine)
+    report["floor"] = _floor(engine, queries)
+    engine.close()
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def _one_file_update(engine: Engine) -> float:
+    path = next(p for p in engine.store.all_paths() if p.endswith(".py"))
+    target = engine.config.root / path
+    original = target.read_bytes()
+    try:
+        target.write_bytes(original + b"\n# touched by the scale benchmark\n")
+        t = time.perf_counter()
+        engine.indexer.sync([path])
+        engine.indexer.embed_pending()
+        return round((time.perf_counter() - t) * 1000, 1)
+    finally:
+        target.write_bytes(original)
+        engine.indexer.sync([path])
+
+
+def _floor(engine: Engine, queries: list[str]) -> dict:
+    """What the parts can do on their own, on the same data."""
+    out: dict = {}
+    lex = engine.indexer.lexical
+    times = []
+    for q in queries:
+        t = time.perf_counter()
+        lex.search(q, 60)
+        times.append((time.perf_counter() - t) * 1000)
+    out["tantivy_query_ms"] = percentiles(times)
+    if engine.embedder is not None and engine.indexer.vectors is not None:
+        sample = [c.header + "\n" + c.text for c in
+                  engine.store.chunks_by_id([r[0] for r in engine.store.query("SELECT id FROM chunks LIMIT 200")]).values()]
+        t = time.perf_counter()
+        engine.embedder.embed(sample)
+        out["fastembed_chunks_per_s"] = round(len(sample) / (time.perf_counter() - t), 1)
+        vec = engine.embedder.embed([queries[0]])[0]
+        times = []
+        for _ in range(20):
+            t = time.perf_counter()
+            engine.indexer.vectors.search(np.asarray(vec), 60)
+            times.append((time.perf_counter() - t) * 1000)
+        out["lancedb_query_ms"] = percentiles(times)
+    return out

@@ -85,6 +85,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default="/tmp/mcp-retrieval-swebench")
     ap.add_argument("--modes", default=",".join(ALL_MODES))
     ap.add_argument("--no-dense", action="store_true", help="lexical + anchors + graph only (fast)")
+    ap.add_argument("--dense-code-only", action="store_true",
+                    help="embed only non-test source chunks (vectors for tests and prose left pending)")
     ap.add_argument("--only", default=None, help="comma-separated repos to run")
     ap.add_argument("--out", default=None, help="write per-instance results as JSON lines here")
     args = ap.parse_args(argv)
@@ -110,12 +112,13 @@ def main(argv: list[str]) -> int:
             engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
         engine, file_bm25 = engines[repo]
         t0 = time.perf_counter()
-        sync = engine.reindex()
+        engine.indexer.sync()
+        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else 2)
         file_bm25.sync(tree, engine.store.all_paths())
         index_s = time.perf_counter() - t0
         base_weights = dict(Config.resolve(tree).tier_weights)
         result = {"instance_id": row["instance_id"], "repo": repo, "gold": row["gold_files"], "modes": {},
-                  "index_s": round(index_s, 1), "embedded": sync.chunks_embedded, "reused": sync.embeddings_reused,
+                  "index_s": round(index_s, 1), "embedded": embedded, "reused": reused,
                   "checkout": moved}
         for mode in modes:
             if mode == "bm25_file":
