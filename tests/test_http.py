@@ -1,0 +1,94 @@
+"""Streamable HTTP and SSE transports, served by a real subprocess on loopback."""
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.sse import sse_client
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def serving(workspace, tmp_path, transport, *extra):
+    port = free_port()
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "hash"}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_retrieval", "serve", "--root", str(workspace), "--index-dir",
+                             str(tmp_path / f"idx-{transport}"), "--no-watch", "--transport", transport,
+                             "--port", str(port), *extra], env=env, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                raise RuntimeError(proc.stderr.read().decode())
+            time.sleep(0.2)
+        yield port
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
+async def exercise(client):
+    tools = {t.name for t in (await client.list_tools()).tools}
+    assert tools == {"context", "packet", "query_graph", "reindex"}
+    await client.call_tool("reindex", {})
+    r = await client.call_tool("context", {"query": "apply_discount"})
+    assert r.structured_content["chunks"][0]["path"] == "src/shop/pricing.py"
+    r = await client.call_tool("context", {"query": ""})
+    assert r.is_error and "query" in r.content[0].text
+
+
+@pytest.mark.timeout(180)
+def test_streamable_http_answers_the_sdk_client_and_refuses_a_foreign_origin(workspace, tmp_path):
+    with serving(workspace, tmp_path, "streamable-http") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+
+        async def go():
+            async with Client(url) as client:
+                await exercise(client)
+
+        anyio.run(go)
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+        headers = {"Origin": "http://evil.example", "Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream"}
+        r = httpx.post(url, json=body, headers=headers)
+        assert r.status_code in (400, 403)
+
+
+@pytest.mark.timeout(180)
+def test_the_sse_transport_answers_too(workspace, tmp_path):
+    with serving(workspace, tmp_path, "sse") as port:
+        async def go():
+            async with Client(sse_client(f"http://127.0.0.1:{port}/sse")) as client:
+                await exercise(client)
+
+        anyio.run(go)
+
+
+@pytest.mark.timeout(120)
+def test_a_bearer_token_is_required_when_one_is_set(workspace, tmp_path):
+    with serving(workspace, tmp_path, "streamable-http", "--auth-token", "s3cret") as port:
+        r = httpx.post(f"http://127.0.0.1:{port}/mcp", json={})
+        assert r.status_code == 401
+
+
+def test_binding_off_loopback_without_a_token_is_refused(workspace, tmp_path):
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none"}
+    env.pop("MCP_RETRIEVAL_AUTH_TOKEN", None)
+    r = subprocess.run([sys.executable, "-m", "mcp_retrieval", "serve", "--root", str(workspace), "--transport",
+                        "streamable-http", "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and "auth-token" in r.stderr
