@@ -181,7 +181,7 @@ class Indexer:
 
     # --- vectors, behind ------------------------------------------------------------------
     def embed_pending(self, *, should_stop: Callable[[], bool] | None = None, progress: Progress | None = None,
-                      max_priority: int = 2) -> tuple[int, int]:
+                      max_priority: int = 2, max_batches: int | None = None) -> tuple[int, int]:
         """Embed chunks without vectors (cache first), code before tests before prose.
 
         `max_priority` < 2 leaves the later classes pending (the benchmark's code-only mode).
@@ -190,8 +190,10 @@ class Indexer:
             return 0, 0
         embedded = reused = 0
         total = self.store.counts()["vectors_pending"]
+        batches = 0
         with WriteLock(self._lock_path):
-            while not (should_stop and should_stop()):
+            while not (should_stop and should_stop()) and (max_batches is None or batches < max_batches):
+                batches += 1
                 pending = self.store.pending_chunks(EMBED_BATCH, max_priority)
                 if not pending:
                     break

@@ -159,7 +159,11 @@ class Engine:
                         self.indexer.sync(paths, full=full)
                     finally:
                         self.indexing = False
-                    self.indexer.embed_pending(should_stop=self._stop.is_set)
+                while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
+                    with self._work_lock:
+                        done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
+                    if not done:
+                        break
             except IndexBusy as exc:
                 log.warning("background index skipped: %s", exc)
             except Exception:

@@ -52,8 +52,8 @@ def _units(text: str) -> list[tuple[int, int]]:
 
 
 def _opener_spans(text: str) -> list[tuple[int, int]]:
-    lowered = text.lower()
-    if "mcp" not in lowered and "&" not in text and not any(ord(c) > 127 for c in text):
+    compact = "".join(text.lower().split())
+    if "mcp" not in compact and "&" not in text and text.isascii():
         return []  # fast path: no way to spell the tag
     units = _units(text)
     chars: list[str] = []
