@@ -231,17 +231,35 @@ def _body(node):
     return None
 
 
-def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
+@dataclass(frozen=True)
+class Definition:
+    definition: object  # the tree-sitter node of the definition itself
+    outer: object  # the node including decorators / export wrappers
+    name: str
+    kind: str  # function | method | class
+    qualname: str
+
+
+def definitions(node, defs: dict[str, str], qual: str | None):
+    """The definitions directly under `node` (children that are not definitions are yielded as None)."""
     for child in node.named_children:
         found = _unwrap(child, defs)
         if found is None:
+            yield child, None
             continue
         definition, outer = found
         name = def_name(definition) or "<anonymous>"
         kind = defs.get(definition.type, "function")
         if kind == "function" and qual is not None:
             kind = "method"
-        symbol = f"{qual}.{name}" if qual else name
+        yield child, Definition(definition, outer, name, kind, f"{qual}.{name}" if qual else name)
+
+
+def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
+    for _, found in definitions(node, defs, qual):
+        if found is None:
+            continue
+        definition, outer, kind, symbol = found.definition, found.outer, found.kind, found.qualname
         start, end = outer.start_point[0], outer.end_point[0]
         own_context = [*context, _signature(lines, definition)]
         size = sum(len(lines[i]) + 1 for i in range(start, min(end, len(lines) - 1) + 1))

@@ -17,7 +17,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Query, QueryCursor
 
-from indexers.chunk import _DEFS, _unwrap, _body, def_name
+from indexers.chunk import _DEFS, _body, definitions
 from indexers.languages import grammar
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,8 @@ def module_name(path: str) -> str:
 @functools.cache
 def _query(language: str) -> Query | None:
     try:
-        source = resources.files("indexers").joinpath(f"queries/{language}.scm").read_text()
+        name = "typescript" if language == "tsx" else language  # TSX shares the TypeScript queries
+        source = resources.files("indexers").joinpath(f"queries/{name}.scm").read_text()
         return Query(grammar(language), source)
     except Exception as exc:  # a missing or broken query file disables edges for that language only
         log.warning("no graph query for %s: %s", language, exc)
@@ -64,18 +65,13 @@ def extract(path: str, language: str, tree) -> FileGraph:
 def _collect_defs(node, defs, path, qual, parent_id, graph, spans, depth) -> None:
     if depth > 8:
         return
-    for child in node.named_children:
-        found = _unwrap(child, defs)
+    for child, found in definitions(node, defs, qual):
         if found is None:
             if child.type in ("block", "statement_block", "if_statement", "try_statement", "with_statement"):
                 _collect_defs(child, defs, path, qual, parent_id, graph, spans, depth + 1)
             continue
-        definition, outer = found
-        name = def_name(definition) or "<anonymous>"
-        kind = defs.get(definition.type, "function")
-        if kind == "function" and qual is not None:
-            kind = "method"
-        qualname = f"{qual}.{name}" if qual else name
+        definition, outer, name, kind, qualname = (found.definition, found.outer, found.name, found.kind,
+                                                   found.qualname)
         sid = f"{path}::{qualname}"
         start, end = outer.start_point[0] + 1, outer.end_point[0] + 1
         graph.symbols.append((sid, path, name.split("::")[-1].split(".")[-1], qualname, kind, start, end))

@@ -1,7 +1,0 @@
-(call_expression function: (identifier) @call)
-(call_expression function: (member_expression object: (_) @call.object property: (property_identifier) @call.attr))
-(new_expression constructor: (identifier) @call)
-(import_statement source: (string) @import)
-(extends_clause value: (identifier) @inherit)
-(implements_clause (type_identifier) @inherit)
-(type_annotation (type_identifier) @ref)
