@@ -10,7 +10,7 @@ import secrets
 from typing import Annotated
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent
@@ -35,6 +35,25 @@ async def _call(fn, *args, **kwargs):
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except BadRequest as exc:
         raise ToolError(str(exc)) from None
+
+
+def _progress_reporter(ctx: Context | None):
+    """MCP progress notifications from the indexing thread (a no-op unless the client asked)."""
+    if ctx is None:
+        return None
+    last = {"sent": -1.0}
+
+    def report(phase: str, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if fraction - last["sent"] < 0.05 and done != total:
+            return
+        last["sent"] = fraction
+        try:
+            anyio.from_thread.run(ctx.report_progress, float(done), float(total), f"{phase}: {done}/{total}")
+        except Exception:  # progress is best effort; indexing goes on
+            pass
+
+    return report
 
 
 def render_context(r: ContextResult) -> str:
@@ -104,8 +123,9 @@ def build_server(engine: Engine) -> MCPServer:
         paths: Annotated[list[str] | None, Field(description="workspace-relative files or folders; default all")] = None,
         full: Annotated[bool, Field(description="re-read everything, not only what changed")] = False,
         wait: Annotated[bool, Field(description="false: return now, index in the background")] = True,
+        ctx: Context | None = None,
     ) -> ReindexResult:
-        r = await _call(engine.reindex, paths, full=full, wait=wait)
+        r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx))
         return _result(r, json.dumps(r.model_dump(mode="json"), indent=1))
 
     @server.resource("index://status", name="index-status", description="index freshness and size",

@@ -81,3 +81,25 @@ def test_the_server_runs_over_stdio_as_a_subprocess(workspace, tmp_path):
             assert r.structured_content["items"][0]["path"] == "server/main.go"
 
     anyio.run(go)
+
+
+def test_reindex_sends_progress_notifications_when_the_client_asks(workspace, tmp_path):
+    from indexers.embed import HashEmbedder
+    from mcp_retrieval import Config, Engine
+
+    cfg = Config.resolve(workspace, tmp_path / "idx-progress", persist_sessions=False)
+    cfg.cache_dir = tmp_path / "cache"
+    eng = Engine(cfg, embedder=HashEmbedder())
+    seen = []
+
+    async def on_progress(progress, total, message):
+        seen.append((progress, total, message))
+
+    async def go():
+        async with Client(build_server(eng)) as client:
+            r = await client.call_tool("reindex", {}, progress_callback=on_progress)
+            assert not r.is_error and r.structured_content["files_changed"] >= 8
+
+    run(go)
+    eng.close()
+    assert seen and seen[-1][0] == seen[-1][1]
