@@ -75,6 +75,8 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
+        self._counts: dict[str, int] | None = None
+        self._counts_key: str | None = None
         with self._lock:
             version = self._version()
             if version is not None and version != str(SCHEMA_VERSION):  # older layout: rebuild from scratch
@@ -146,6 +148,8 @@ class Store:
             except BaseException:
                 cur.execute("ROLLBACK")
                 raise
+            finally:
+                self._counts = None
         self.set_meta("last_updated", str(time.time()))
 
     # --- chunks ------------------------------------------------------------------------
@@ -183,8 +187,17 @@ class Store:
     def mark_embedded(self, ids: Sequence[str]) -> None:
         with self._lock:
             self._db.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])
+            self._counts = None
 
     def counts(self) -> dict[str, int]:
+        """Row counts, cached between writes of this process (answers ask on every call)."""
+        with self._lock:
+            if self._counts is None or self.get_meta("last_updated") != self._counts_key:
+                self._counts_key = self.get_meta("last_updated")
+                self._counts = self._count()
+            return dict(self._counts)
+
+    def _count(self) -> dict[str, int]:
         with self._lock:
             files = self._db.execute("SELECT COUNT(*) FROM files").fetchone()[0]
             chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]

@@ -87,13 +87,25 @@ class Engine:
                 log.warning("cross-encoder unavailable (%s); using the z-score reranker", exc)
         return zscore
 
-    def graph(self) -> CodeGraph | None:
+    def graph(self, wait: bool = False) -> CodeGraph | None:
+        """The code graph. After an index change it is rebuilt in a worker thread while answers keep
+        using the previous one (a slightly stale structural prior beats a multi-second pause on a
+        large repository); `wait=True` (and the very first load of a small index) blocks instead."""
         key = self.store.get_meta("last_updated")
-        with self._graph_lock:
-            if self._graph is None or key != self._graph_key:
-                self._graph = CodeGraph.load(self.store)
-                self._graph_key = key
+        if self._graph is not None and key == self._graph_key:
             return self._graph
+        if wait or (self._graph is None and self.store.counts()["symbols"] < 20_000):
+            self._reload_graph(key)
+        elif not self._graph_lock.locked():
+            threading.Thread(target=self._reload_graph, args=(key,), daemon=True, name="mcp-retrieval-graph").start()
+        return self._graph
+
+    def _reload_graph(self, key: str | None) -> None:
+        with self._graph_lock:
+            if self._graph is not None and key == self._graph_key:
+                return
+            graph = CodeGraph.load(self.store)
+            self._graph, self._graph_key = graph, key
 
     def close(self) -> None:
         self._stop.set()

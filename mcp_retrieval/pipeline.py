@@ -118,7 +118,7 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, scores: dic
     with result.stages.run("graph") as st:
         graph: CodeGraph | None = graph_loader()
         if graph is None or not graph.nodes:
-            st["status"], st["detail"] = "skipped", "no graph"
+            st["status"], st["detail"] = "skipped", "no graph yet (loading in the background)"
             return
         seeds: dict[int, float] = {}
         head = result.candidates[:GRAPH_SEED_CHUNKS]

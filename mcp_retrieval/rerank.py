@@ -29,6 +29,8 @@ _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelo
                          re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
+# Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
+_DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|announce|changelog|\.github)(/|$)", re.I)
 Z_TIERS = ("lexical", "dense")
 
 
@@ -68,7 +70,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if not s.about_tests and is_test_path(c.chunk.path):
         factor *= w.test_factor
         why.append("test file, ranked after code")
-    if s.code_question and c.chunk.language in PROSE_LANGUAGES:
+    if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor
     return factor, why
 

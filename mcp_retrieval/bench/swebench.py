@@ -115,6 +115,7 @@ def main(argv: list[str]) -> int:
         engine.indexer.sync()
         embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else 2)
         file_bm25.sync(tree, engine.store.all_paths())
+        engine.graph(wait=True)
         index_s = time.perf_counter() - t0
         base_weights = dict(Config.resolve(tree).tier_weights)
         result = {"instance_id": row["instance_id"], "repo": repo, "gold": row["gold_files"], "modes": {},
