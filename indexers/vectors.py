@@ -1,14 +1,15 @@
 """LanceDB vector table: one row per embedded chunk (id, path, vector).
 
 Rows are upserted by id (`merge_insert`), so replaying a batch after a crash never duplicates.
-Search is exact cosine over the table; rows whose chunk is no longer in the store are filtered
-by the caller.
+Search is exact cosine over an in-memory mirror of the table (see `search`); rows whose chunk is
+no longer in the store are filtered by the caller.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pyarrow as pa
 
 log = logging.getLogger(__name__)
 TABLE = "chunks"
+RELOAD_S = 5.0
 
 
 def _quote(value: str) -> str:
@@ -34,6 +36,10 @@ class VectorIndex:
                                   ("vector", pa.list_(pa.float32(), dim))])
         self._lock = threading.Lock()
         self._table = self._open()
+        self._matrix: np.ndarray | None = None
+        self._ids: list[str] = []
+        self._mirror_version: int | None = None
+        self._mirror_at = 0.0
 
     def _open(self):
         try:
@@ -62,13 +68,39 @@ class VectorIndex:
                 self._table.delete(f"path IN ({', '.join(_quote(p) for p in part)})")
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first."""
+        """(chunk id, cosine similarity), best first: exact search over an in-memory mirror.
+
+        A flat LanceDB query pays ~10 ms of planning and Arrow-to-Python conversion per call
+        whatever the table size (and ~240 ms at 100k rows); one BLAS matrix-vector product over
+        a float32 mirror is exact and a few ms. The mirror reloads when the table's version moves,
+        at most every RELOAD_S while vectors are being written.
+        """
+        matrix, ids = self._mirror()
+        if matrix is None or not len(ids):
+            return []
+        q = np.asarray(vector, dtype=np.float32)
+        q = q / (np.linalg.norm(q) or 1.0)
+        sims = matrix @ q
+        k = min(limit, len(ids))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top], kind="stable")]
+        return [(ids[i], float(sims[i])) for i in top]
+
+    def _mirror(self):
         with self._lock:
-            if self._table.count_rows() == 0:
-                return []
-            rows = (self._table.search(np.asarray(vector, dtype=np.float32)).metric("cosine")
-                    .select(["id", "_distance"]).limit(limit).to_list())
-        return [(r["id"], 1.0 - float(r["_distance"])) for r in rows]
+            version = self._table.version
+            stale = version != self._mirror_version
+            if self._matrix is None or (stale and time.monotonic() - self._mirror_at > RELOAD_S):
+                data = self._table.to_arrow().select(["id", "vector"])
+                ids = data.column("id").to_pylist()
+                flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+                matrix = np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim) if ids else \
+                    np.zeros((0, self.dim), dtype=np.float32)
+                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+                self._matrix = matrix / np.where(norms == 0, 1.0, norms)
+                self._ids = ids
+                self._mirror_version, self._mirror_at = version, time.monotonic()
+            return self._matrix, self._ids
 
     def count(self) -> int:
         with self._lock:

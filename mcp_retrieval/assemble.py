@@ -8,6 +8,7 @@ evidence is seated first. Pure: no I/O.
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,7 +28,9 @@ class Placed:
     stub: bool  # True: delivered earlier in this session, sent as a pointer
 
 
+@functools.lru_cache(maxsize=20_000)
 def shingles(text: str) -> frozenset[int]:
+    """Hashed 3-grams of the text's terms (cached: the same chunks recur across calls)."""
     words = terms(text)
     if len(words) < SHINGLE:
         return frozenset({hash(tuple(words))}) if words else frozenset()
@@ -37,7 +40,8 @@ def shingles(text: str) -> frozenset[int]:
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     if not a or not b:
         return 0.0
-    return len(a & b) / len(a | b)
+    inter = len(a & b) if len(a) < len(b) else len(b & a)
+    return inter / (len(a) + len(b) - inter)
 
 
 def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
@@ -53,8 +57,8 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     used = 0
     full = 0
     while pool and full < max_chunks:
-        best = max(pool, key=lambda c: (lam * (c.score / top) - (1 - lam) * redundancy[id(c)], -pool.index(c)))
-        pool.remove(best)
+        values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
+        best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
             continue
         g = grams[id(best)]

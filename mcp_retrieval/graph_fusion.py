@@ -15,7 +15,7 @@ from indexers.graph import CodeGraph
 
 EDGE_WEIGHTS = {"call": 1.0, "inherit": 0.8, "contains": 0.6, "reference": 0.5, "import": 0.4}
 ALPHA = 0.25  # restart probability
-ITERATIONS = 20
+ITERATIONS = 12  # with restart 0.25, 0.75**12 ≈ 3% of the mass is still moving
 MAX_NEIGHBOURHOOD = 4000
 
 

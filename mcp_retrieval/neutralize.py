@@ -51,10 +51,23 @@ def _units(text: str) -> list[tuple[int, int]]:
     return spans
 
 
+_INVISIBLE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]+")
+
+
+def _could_spell_tag(text: str) -> bool:
+    """Cheap screen (C-speed string work): can this text spell `mcp` in any disguise at all?"""
+    quick = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    if "&" in quick:
+        quick = html.unescape(html.unescape(html.unescape(quick)))
+    quick = _INVISIBLE.sub("", quick).lower()
+    if quick.isascii():
+        return "mcp" in quick
+    return "mcp" in "".join(ch for ch in quick if unicodedata.category(ch) != "Cf")
+
+
 def _opener_spans(text: str) -> list[tuple[int, int]]:
-    compact = "".join(text.lower().split())
-    if "mcp" not in compact and "&" not in text and text.isascii():
-        return []  # fast path: no way to spell the tag
+    if not _could_spell_tag(text):
+        return []
     units = _units(text)
     chars: list[str] = []
     owner: list[int] = []  # skeleton position -> unit index
