@@ -88,6 +88,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dense-code-only", action="store_true",
                     help="embed only non-test source chunks (vectors for tests and prose left pending)")
     ap.add_argument("--only", default=None, help="comma-separated repos to run")
+    ap.add_argument("--per-repo", type=int, default=None,
+                    help="at most this many instances per repository (the first by instance id)")
     ap.add_argument("--out", default=None, help="write per-instance results as JSON lines here")
     args = ap.parse_args(argv)
     repos = dict(r.split("=", 1) for r in args.repo)
@@ -97,6 +99,9 @@ def main(argv: list[str]) -> int:
         rows = [r for r in rows if r["repo"] in args.only.split(",")]
     rows = [r for r in rows if r["repo"] in repos]
     rows.sort(key=lambda r: (r["repo"], r["instance_id"]))
+    if args.per_repo:
+        rows = [r for r in rows if [x["instance_id"] for x in rows if x["repo"] == r["repo"]].index(
+            r["instance_id"]) < args.per_repo]
     work = Path(args.work)
     engines: dict[str, tuple[Engine, FileBM25]] = {}
     results: list[dict] = []
