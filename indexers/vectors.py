@@ -38,6 +38,7 @@ class VectorIndex:
         self._table = self._open()
         self._matrix: np.ndarray | None = None
         self._ids: list[str] = []
+        self._paths = np.asarray([], dtype=object)
         self._mirror_version: int | None = None
         self._mirror_at = 0.0
 
@@ -59,6 +60,7 @@ class VectorIndex:
                              pa.array(np.asarray(vectors, dtype=np.float32).ravel()), self.dim)}, schema=self._schema)
         with self._lock:
             (self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data))
+            self._mirror_add(list(ids), list(paths), np.asarray(vectors, dtype=np.float32))
 
     def delete_paths(self, paths: Sequence[str]) -> None:
         paths = list(paths)
@@ -66,6 +68,28 @@ class VectorIndex:
             for i in range(0, len(paths), 200):
                 part = paths[i: i + 200]
                 self._table.delete(f"path IN ({', '.join(_quote(p) for p in part)})")
+            if self._matrix is not None and paths:
+                keep = ~np.isin(self._paths, np.asarray(paths, dtype=object))
+                self._matrix, self._paths = self._matrix[keep], self._paths[keep]
+                self._ids = [i for i, k in zip(self._ids, keep) if k]
+                self._mirror_version = self._table.version
+
+    def _mirror_add(self, ids: list[str], paths: list[str], vectors: np.ndarray) -> None:
+        """Keep the in-memory mirror current with this process's own writes (no reload needed)."""
+        if self._matrix is None:
+            return
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        vectors = vectors / np.where(norms == 0, 1.0, norms)
+        position = {cid: n for n, cid in enumerate(self._ids)}
+        fresh = [n for n, cid in enumerate(ids) if cid not in position]
+        for n, cid in enumerate(ids):
+            if cid in position:
+                self._matrix[position[cid]] = vectors[n]
+        if fresh:
+            self._matrix = np.vstack([self._matrix, vectors[fresh]])
+            self._ids = self._ids + [ids[n] for n in fresh]
+            self._paths = np.concatenate([self._paths, np.asarray([paths[n] for n in fresh], dtype=object)])
+        self._mirror_version = self._table.version
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         """(chunk id, cosine similarity), best first: exact search over an in-memory mirror.
@@ -73,7 +97,8 @@ class VectorIndex:
         A flat LanceDB query pays ~10 ms of planning and Arrow-to-Python conversion per call
         whatever the table size (and ~240 ms at 100k rows); one BLAS matrix-vector product over
         a float32 mirror is exact and a few ms. The mirror reloads when the table's version moves,
-        at most every RELOAD_S while vectors are being written.
+        at most every RELOAD_S while another process writes; this process's own upserts and deletes
+        update the mirror in place.
         """
         matrix, ids = self._mirror()
         if matrix is None or not len(ids):
@@ -91,8 +116,9 @@ class VectorIndex:
             version = self._table.version
             stale = version != self._mirror_version
             if self._matrix is None or (stale and time.monotonic() - self._mirror_at > RELOAD_S):
-                data = self._table.to_arrow().select(["id", "vector"])
+                data = self._table.to_arrow().select(["id", "path", "vector"])
                 ids = data.column("id").to_pylist()
+                self._paths = np.asarray(data.column("path").to_pylist(), dtype=object)
                 flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
                 matrix = np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim) if ids else \
                     np.zeros((0, self.dim), dtype=np.float32)

@@ -76,13 +76,24 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
 
 
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
+    """Per-tier z-scores over the pool. Absent from a tier counts as that tier's floor — except a
+    chunk with no vector yet (lexical-first indexing), which the dense tier could not have found:
+    it gets the neutral 0 rather than a penalty."""
     values = [c.raw[tier] for c in candidates if tier in c.raw]
     if len(values) < 2:
         return [0.0] * len(candidates)
     mean = statistics.fmean(values)
     std = statistics.pstdev(values) or 1.0
     floor = (min(values) - mean) / std
-    return [((c.raw[tier] - mean) / std) if tier in c.raw else floor for c in candidates]
+    out = []
+    for c in candidates:
+        if tier in c.raw:
+            out.append((c.raw[tier] - mean) / std)
+        elif tier == "dense" and not c.chunk.embedded:
+            out.append(0.0)
+        else:
+            out.append(floor)
+    return out
 
 
 class ZScoreReranker:
