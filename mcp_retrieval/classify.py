@@ -23,14 +23,14 @@ class QueryClass:
     graph_hops: int  # graph expansion depth
 
 
-_CAPS = {
-    "identifier": QueryClass("identifier", 8, 1),
-    "path": QueryClass("path", 10, 1),
-    "procedural": QueryClass("procedural", 16, 1),
-    "multi_hop": QueryClass("multi_hop", 20, 2),
-    "broad": QueryClass("broad", 20, 1),
-    "debug": QueryClass("debug", 16, 1),
-    "default": QueryClass("default", 16, 1),
+_CAPS = {  # chunks reaching the window at most (min with the caller's max_chunks), graph hops
+    "identifier": QueryClass("identifier", 10, 1),
+    "path": QueryClass("path", 12, 1),
+    "procedural": QueryClass("procedural", 20, 1),
+    "multi_hop": QueryClass("multi_hop", 24, 2),
+    "broad": QueryClass("broad", 24, 1),
+    "debug": QueryClass("debug", 20, 1),
+    "default": QueryClass("default", 20, 1),
 }
 
 

@@ -236,7 +236,7 @@ class Engine:
                 st["status"], st["detail"] = "skipped", "miss: marker-only window"
             else:
                 delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
-                cap = min(max_chunks, max(ranked.qclass.max_chunks, max_chunks if max_chunks != 20 else 0))
+                cap = min(max_chunks, ranked.qclass.max_chunks)  # the question's class caps the window too
                 placed = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
                                            lam=self.config.mmr_lambda, near_duplicate=self.config.near_duplicate)
                 st["detail"] = f"{len(placed)} chunks, {sum(p.stub for p in placed)} stubs"

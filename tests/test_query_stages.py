@@ -1,0 +1,46 @@
+from mcp_retrieval.classify import classify
+from mcp_retrieval.extract import extract
+from mcp_retrieval.understand import deterministic
+
+TRACEBACK = '''Unit equality comparison with None raises TypeError
+```
+/Users/me/anaconda3/lib/python3.5/site-packages/astropy/units/core.py in __eq__(self, other)
+Traceback (most recent call last):
+  File "/site-packages/astropy/units/core.py", line 1701, in __eq__
+    other = Unit(other, parse_strict='silent')
+TypeError: None is not a valid Unit
+```
+See `UnrecognizedUnit` and astropy.units.core for details.
+'''
+
+
+def test_extract_finds_frames_paths_dotted_names_identifiers_and_errors():
+    a = extract(TRACEBACK, ["src/app.py"])
+    assert a.frames == [("/site-packages/astropy/units/core.py", 1701, "__eq__")]
+    assert a.paths[-1] == "/site-packages/astropy/units/core.py"
+    assert "astropy.units.core" in a.dotted
+    assert {"UnrecognizedUnit", "__eq__", "Unit"} <= set(a.identifiers)
+    assert "comparison" not in a.identifiers and "None" not in a.identifiers  # prose is not an anchor
+    assert a.errors and a.errors[0].startswith("TypeError: None is not a valid Unit")
+    assert a.active_files == ["src/app.py"]
+
+
+def test_classify_sets_the_class_and_its_caps():
+    assert classify("Session.request").name == "identifier"
+    assert classify("src/requests/sessions.py").name == "path"
+    assert classify(TRACEBACK).name == "debug"
+    assert classify("how do I configure retries").name == "procedural"
+    assert classify("give me an overview of the architecture").name == "broad"
+    assert classify("what is the relationship between Session and Adapter").name == "multi_hop"
+    assert classify("Session.request").max_chunks < classify(TRACEBACK).max_chunks
+
+
+def test_understanding_uses_agent_sub_queries_else_splits_clear_conjunctions():
+    u = deterministic("anything", ["where is auth configured", "", "how are retries counted", "x", "y"])
+    assert u.source == "agent" and u.sub_queries[:2] == ["where is auth configured", "how are retries counted"]
+    assert len(u.sub_queries) <= 3
+    u = deterministic("where are cookies stored; how are redirects followed", None)
+    assert u.source == "deterministic" and len(u.sub_queries) == 2
+    u = deterministic("why does getHTTPResponse fail", None)
+    assert "get http response" in u.expansions
+    assert deterministic("plain words only", None).source == "none"
