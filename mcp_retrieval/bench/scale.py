@@ -75,12 +75,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default=None, help="folder for the cold index and cache (default: temporary)")
     ap.add_argument("--queries", default=None, help="one question per line (default: drawn from the index)")
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--cache-dir", default=None, help="reuse this embedding cache (index still cold)")
+    ap.add_argument("--code-only", action="store_true", help="embed source chunks only (tests, prose pending)")
     args = ap.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-scale-"))
     cfg = Config.resolve(args.root, work / "index", persist_sessions=False,
                          embedder="none" if args.no_dense else "minilm")
-    cfg.cache_dir = work / "cache"
-    report: dict = {"root": str(cfg.root), "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
+    cfg.cache_dir = Path(args.cache_dir) if args.cache_dir else work / "cache"
+    report: dict = {"root": str(cfg.root), "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
     with PeakRSS() as rss_index:
         engine = Engine(cfg)
         t0 = time.perf_counter()
@@ -90,7 +92,7 @@ def main(argv: list[str]) -> int:
         report["first_lexical_answer_s"] = round(time.perf_counter() - t0, 1)
         report["first_answer_state"] = first.index.state
         t1 = time.perf_counter()
-        embedded, reused = engine.indexer.embed_pending()
+        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.code_only else 2)
         embed_s = time.perf_counter() - t1
     counts = engine.store.counts()
     report["index"] = {"files": counts["files"], "chunks": counts["chunks"], "symbols": counts["symbols"],
