@@ -101,6 +101,9 @@ def main(argv: list[str]) -> int:
                        "embed_s": round(embed_s, 1), "embedded": embedded, "reused": reused,
                        "embed_chunks_per_s": round(embedded / embed_s, 1) if embedded else None,
                        "total_s": round(lexical_s + embed_s, 1), "peak_rss_mib": round(rss_index.peak)}
+    t = time.perf_counter()
+    engine.graph(wait=True)
+    report["index"]["graph_load_s"] = round(time.perf_counter() - t, 2)
     queries = (Path(args.queries).read_text().splitlines() if args.queries else default_queries(engine))
     queries = [q for q in queries if q.strip()]
     with PeakRSS() as rss_serve:
