@@ -14,14 +14,9 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from indexers.chunk import chunk_file
 from indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
 from indexers.graph import RELATIONS, CodeGraph
-from indexers.languages import language_for
-from indexers.store import StoredChunk
-from indexers.tokens import count_tokens
 from indexers.update import IndexBusy, Indexer
-from indexers.walk import read_source
 from mcp_retrieval import assemble, decide
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import Fresh, FreshnessGate
@@ -225,7 +220,7 @@ class Engine:
         stages = StageLog()
         ranked = self._rank(query, active, subs, prefix, stages)
         with stages.run("freshness") as st:
-            candidates, dropped = self._refresh(ranked.candidates)
+            candidates, dropped = self.freshness.refresh(ranked.candidates, self.pending_paths)
             st["detail"] = f"{dropped} stale dropped" if dropped else "all fresh"
         outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
                                 ranked.has_vectors) if candidates else \
@@ -341,30 +336,6 @@ class Engine:
             subs = [check_query(q)[0] for q in sub_queries]
         return active, prefix, subs
 
-    def _refresh(self, candidates: list[Candidate]) -> tuple[list[Candidate], int]:
-        """Never serve an old body: re-chunk changed files on the fly, drop deleted ones."""
-        states = self.freshness.check([c.chunk.path for c in candidates[:40]])
-        out, dropped, rechunked = [], 0, {}
-        for c in candidates:
-            state = states.get(c.chunk.path, Fresh.FRESH)
-            if state == Fresh.FRESH:
-                out.append(c)
-                continue
-            self.pending_paths.add(c.chunk.path)
-            if state == Fresh.DELETED:
-                dropped += 1
-                continue
-            if c.chunk.path not in rechunked:
-                rechunked[c.chunk.path] = _rechunk(self.config.root, c.chunk.path)
-            match = next((n for n in rechunked[c.chunk.path] if n.symbol == c.chunk.symbol), None)
-            if match is None:
-                dropped += 1
-                continue
-            c.chunk = match
-            c.why.append("re-read from disk: changed since indexing")
-            out.append(c)
-        return out, dropped
-
     def _chunk_out(self, p: assemble.Placed) -> ChunkOut:
         c = p.candidate
         return ChunkOut(path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
@@ -393,17 +364,6 @@ def _why(c: Candidate, state: Fresh) -> str:
     elif state == Fresh.DELETED:
         parts.append("file deleted since indexing")
     return "; ".join(dict.fromkeys(parts))
-
-
-def _rechunk(root: Path, path: str) -> list[StoredChunk]:
-    source = read_source(root / path)
-    if isinstance(source, str):
-        return []
-    text, _ = source
-    chunks = chunk_file(path, text, language_for(path))
-    tokens = count_tokens([c.text for c in chunks]) if chunks else []
-    return [StoredChunk(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
-                        c.sha256, t, False) for c, t in zip(chunks, tokens)]
 
 
 def _relative_ref(ref: str, root: Path) -> str | None:

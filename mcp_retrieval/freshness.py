@@ -1,12 +1,19 @@
-"""Freshness gate: is the file on disk still the one we indexed? Stat first, hash only on change."""
+"""Freshness gate: is the file on disk still the one we indexed? Stat first, hash only on change;
+and for `context`, the current text of a changed file in place of its indexed body."""
 
 from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
 
-from indexers.store import Store
-from indexers.walk import file_sha256
+from indexers.chunk import chunk_file
+from indexers.languages import language_for
+from indexers.store import Store, StoredChunk
+from indexers.tokens import count_tokens
+from indexers.walk import file_sha256, read_source
+from mcp_retrieval.retrieve import Candidate
+
+REFRESH_HEAD = 40  # candidates whose files are checked per answer
 
 
 class Fresh(str, Enum):
@@ -41,3 +48,40 @@ class FreshnessGate:
             return Fresh.FRESH if file_sha256(abs_path.read_bytes()) == record.sha256 else Fresh.CHANGED
         except OSError:
             return Fresh.DELETED
+
+    def refresh(self, candidates: list[Candidate], pending: set[str]) -> tuple[list[Candidate], int]:
+        """Never serve an old body: re-chunk changed files on the fly (matching chunks by symbol),
+        drop chunks of deleted files or whose symbol is gone. Changed paths are added to `pending`."""
+        states = self.check([c.chunk.path for c in candidates[:REFRESH_HEAD]])
+        out, dropped, rechunked = [], 0, {}
+        for c in candidates:
+            state = states.get(c.chunk.path, Fresh.FRESH)
+            if state == Fresh.FRESH:
+                out.append(c)
+                continue
+            pending.add(c.chunk.path)
+            if state == Fresh.DELETED:
+                dropped += 1
+                continue
+            if c.chunk.path not in rechunked:
+                rechunked[c.chunk.path] = rechunk(self.root, c.chunk.path)
+            match = next((n for n in rechunked[c.chunk.path] if n.symbol == c.chunk.symbol), None)
+            if match is None:
+                dropped += 1
+                continue
+            c.chunk = match
+            c.why.append("re-read from disk: changed since indexing")
+            out.append(c)
+        return out, dropped
+
+
+def rechunk(root: Path, path: str) -> list[StoredChunk]:
+    """The current chunks of a file on disk, as the indexer would make them."""
+    source = read_source(root / path)
+    if isinstance(source, str):
+        return []
+    text, _ = source
+    chunks = chunk_file(path, text, language_for(path))
+    tokens = count_tokens([c.text for c in chunks]) if chunks else []
+    return [StoredChunk(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
+                        c.sha256, t, False) for c, t in zip(chunks, tokens)]
