@@ -40,12 +40,14 @@ class RerankSignals:
     query: str
     anchored_files: set[str] = field(default_factory=set)
     code_question: bool = True
+    bug_report: bool = False  # a pasted issue or traceback: docs and templates echo it, code fixes it
     about_tests: bool = False
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
     return RerankSignals(query=query, anchored_files=set(anchored_files),
                          code_question=query_class not in ("procedural", "broad") and not _DOCS_QUERY.search(query),
+                         bug_report=query_class == "debug",
                          about_tests=bool(_TEST_QUERY.search(query)))
 
 
@@ -55,6 +57,7 @@ class RerankWeights:
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.5
     prose_factor: float = 0.6
+    prose_factor_bug_report: float = 0.35
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
 
@@ -71,7 +74,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         factor *= w.test_factor
         why.append("test file, ranked after code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
-        factor *= w.prose_factor
+        factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
     return factor, why
 
 
