@@ -7,6 +7,8 @@ real fix touched first?
 
 For each instance the repository is put at `base_commit` (incrementally), the index is updated
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
+Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
+and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ graph fusion: the default).
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
 """
@@ -28,20 +30,21 @@ from mcp_retrieval.engine import Engine
 from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
-ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "rerank", "full")
+ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
+TIERS = ("lexical", "dense", "path", "symbol", "graph")
 
 
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
-    """(tier weights, graph on, z-score rerank on) for an ablation mode."""
-    if mode == "lexical":
-        return {"lexical": 1.0}, False, False
-    if mode == "dense":
-        return {"dense": 1.0}, False, False
-    if mode == "rrf":
-        return dict(base), False, False
+    """(tier weights, graph on, z-score rerank on) for an ablation mode; every tier not named is off."""
+    only = {"lexical": ("lexical",), "dense": ("dense",), "rrf": ("lexical", "dense")}.get(mode)
+    if only is not None:
+        return {t: (base.get(t, 1.0) if t in only else 0.0) for t in TIERS}, False, False
+    weights = {t: base.get(t, 1.0) for t in TIERS}
+    if mode == "anchors":
+        return weights, False, False
     if mode == "rerank":
-        return dict(base), False, True
-    return dict(base), True, True  # full
+        return weights, False, True
+    return weights, True, True  # full
 
 
 def rank_files(engine: Engine, query: str) -> tuple[list[str], list[str], float]:
