@@ -98,6 +98,8 @@ class Indexer:
     def sync(self, paths: Iterable[str] | None = None, *, full: bool = False,
              progress: Progress | None = None) -> SyncResult:
         started = time.perf_counter()
+        if not self.root.is_dir():  # unmounted or deleted: keep the last good index rather than empty it
+            raise FileNotFoundError(f"workspace root {self.root} is gone; the index is left as it was")
         result = SyncResult()
         scopes = [p.strip("/") for p in paths] if paths is not None else None
         with WriteLock(self._lock_path):

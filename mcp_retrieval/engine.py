@@ -142,6 +142,8 @@ class Engine:
                 embedded, reused = self.indexer.embed_pending(should_stop=self._stop.is_set, progress=progress)
             except IndexBusy as exc:
                 raise BadRequest(f"{exc}; retry when it finishes") from exc
+            except FileNotFoundError as exc:
+                raise BadRequest(str(exc)) from exc
             finally:
                 self.indexing = False
             self.pending_paths.difference_update(paths or list(self.pending_paths))

@@ -134,3 +134,15 @@ def test_a_root_that_does_not_exist_is_a_clear_error(tmp_path):
 
     with pytest.raises(ValueError, match="not a directory"):
         Config.resolve(tmp_path / "missing")
+
+
+def test_a_root_deleted_while_serving_keeps_the_last_index(engine, workspace):
+    import shutil
+
+    before = engine.status().chunks
+    shutil.rmtree(workspace)
+    with pytest.raises(BadRequest, match="gone"):
+        engine.reindex()
+    assert engine.status().chunks == before
+    r = engine.packet("apply_discount")
+    assert r.miss is not None or all(not i.fresh for i in r.items)
