@@ -45,9 +45,11 @@ class RerankSignals:
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
+    bug_report = query_class == "debug"  # a bug report mentioning "docs" is still about code
     return RerankSignals(query=query, anchored_files=set(anchored_files),
-                         code_question=query_class not in ("procedural", "broad") and not _DOCS_QUERY.search(query),
-                         bug_report=query_class == "debug",
+                         code_question=bug_report or (query_class not in ("procedural", "broad")
+                                                      and not _DOCS_QUERY.search(query)),
+                         bug_report=bug_report,
                          about_tests=bool(_TEST_QUERY.search(query)))
 
 
