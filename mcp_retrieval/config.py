@@ -36,7 +36,8 @@ class Config:
     rrf_k: int = 20
     tier_weights: dict[str, float] = field(default_factory=lambda: {
         "lexical": 1.0, "dense": 0.8, "path": 1.2, "symbol": 1.2, "graph": 0.5})
-    graph: bool = True
+    graph: bool = True  # graph fusion in `context`: links related definitions into the window
+    graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency
     rerank: str = "auto"  # auto | zscore | cross-encoder | none
     # assembly
     mmr_lambda: float = 0.7

@@ -194,10 +194,11 @@ class Engine:
         self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing
 
     # --- tools ----------------------------------------------------------------------------------
-    def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None) -> Ranked:
+    def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None,
+              graph: bool | None = None) -> Ranked:
         return rank(query, config=self.config, retriever=self.retriever, graph_loader=self.graph,
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
-                    path_prefix=path_prefix, stages=stages)
+                    path_prefix=path_prefix, stages=stages, graph=graph)
 
     def _empty_miss(self) -> Miss | None:
         counts = self.store.counts()
@@ -263,7 +264,7 @@ class Engine:
         if (miss := self._empty_miss()) is not None:
             return PacketResult(miss=miss, index=self.status())
         stages = StageLog()
-        ranked = self._rank(query, active, subs, prefix, stages)
+        ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet)
         candidates = ranked.candidates
         outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
                                 ranked.has_vectors) if candidates else Miss(reason="abstain", escalate_to="ask_user")

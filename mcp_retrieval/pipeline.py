@@ -39,7 +39,7 @@ class Ranked:
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, understanding: Understanding | None = None,
-         stages: StageLog | None = None) -> Ranked:
+         stages: StageLog | None = None, graph: bool | None = None) -> Ranked:
     stages = stages or StageLog()
     with stages.run("classify") as st:
         qclass = classify(query)
@@ -93,7 +93,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for cid, _ in ranked.get("path", []) + ranked.get("symbol", [])}, stages,
                     has_vectors=semantic, pool_size=len(candidates))
-    _graph_stage(result, retriever, graph_loader, scores, config)
+    _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
     _rerank_stage(result, reranker, signals, path_prefix)
     return result
@@ -111,8 +111,8 @@ def _merge_best(lists) -> list[tuple[str, float]]:
     return sorted(best.items(), key=lambda kv: (order[kv[0]], -kv[1]))
 
 
-def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, scores: dict[str, float], config: Config) -> None:
-    if not config.graph:
+def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Config, enabled: bool) -> None:
+    if not enabled:
         result.stages.skip("graph", "off")
         return
     with result.stages.run("graph") as st:

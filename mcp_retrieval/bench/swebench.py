@@ -139,6 +139,7 @@ def main(argv: list[str]) -> int:
                     continue
                 weights, graph, zscore = mode_settings(mode, base_weights)
                 engine.config.tier_weights, engine.config.graph = weights, graph
+                engine.config.graph_in_packet = graph
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, row["gold_files"])
