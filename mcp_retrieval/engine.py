@@ -200,6 +200,9 @@ class Engine:
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
                     path_prefix=path_prefix, stages=stages, graph=graph)
 
+    def _vectors_complete(self) -> bool:
+        return self.store.counts()["vectors_pending"] == 0
+
     def _empty_miss(self) -> Miss | None:
         counts = self.store.counts()
         if counts["chunks"] == 0:
@@ -226,7 +229,7 @@ class Engine:
             candidates, dropped = self.freshness.refresh(ranked.candidates, self.pending_paths)
             st["detail"] = f"{dropped} stale dropped" if dropped else "all fresh"
         outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
-                                ranked.has_vectors) if candidates else \
+                                ranked.has_vectors, self._vectors_complete()) if candidates else \
             Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
         placed: list[assemble.Placed] = []
         with stages.run("assemble") as st:
@@ -267,7 +270,7 @@ class Engine:
         ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet)
         candidates = ranked.candidates
         outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
-                                ranked.has_vectors) if candidates else Miss(reason="abstain", escalate_to="ask_user")
+                                ranked.has_vectors, self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
         items: list[PacketItem] = []
         if not isinstance(outcome, Miss):
             with stages.run("freshness") as st:

@@ -62,7 +62,7 @@ def main(argv: list[str]) -> int:
     report = {}
     for name, items in groups.items():
         evs = [(e, v) for e, v in items if e is not None]
-        decisions = [decide.decide(e, v) for e, v in evs]
+        decisions = [decide.decide(e, v, vectors_complete=True) for e, v in evs]
         report[name] = {
             "n": len(items), "no_candidates": len(items) - len(evs),
             "know": sum(d.found for d in decisions),
@@ -72,6 +72,10 @@ def main(argv: list[str]) -> int:
             "dense_min": round(min(e.dense_top for e, _ in evs), 3) if evs else None,
             "dense_max": round(max(e.dense_top for e, _ in evs), 3) if evs else None,
             "anchored": sum(e.anchored for e, _ in evs),
+            "weakest": sorted(((round(e.coverage, 2), round(e.dense_top, 2), e.anchored) for e, _ in evs),
+                              key=lambda t: (t[2], t[0] + t[1]))[:12],
+            "strongest": sorted(((round(e.coverage, 2), round(e.dense_top, 2), e.anchored) for e, _ in evs),
+                                key=lambda t: (t[2], t[0] + t[1]))[-12:],
         }
     print(json.dumps(report, indent=1))
     return 0
