@@ -4,7 +4,7 @@ in `engine`. Each stage is timed and reported; optional stages degrade to pass-t
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from indexers.graph import CodeGraph
 from mcp_retrieval import fusion, graph_fusion
@@ -34,7 +34,6 @@ class Ranked:
     graph_added: int = 0
     has_vectors: bool = False
     pool_size: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
@@ -77,16 +76,18 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                             config.rrf_k)
         head = fusion.order(scores)[:pool]
         chunks = retriever.store.chunks_by_id(head)
+        positions = {tier: {} for tier in ranked}  # tier -> chunk id -> (rank, raw score), best rank kept
+        for tier, hits in ranked.items():
+            for r, (hid, raw) in enumerate(hits, 1):
+                positions[tier].setdefault(hid, (r, raw))
         candidates = []
         for cid in head:
             if cid not in chunks:  # an id from a half-finished write: ignore it
                 continue
             c = Candidate(chunk=chunks[cid], fused=scores[cid])
-            for tier, hits in ranked.items():
-                for r, (hid, raw) in enumerate(hits, 1):
-                    if hid == cid:
-                        c.raw[tier], c.ranks[tier] = raw, r
-                        break
+            for tier, seen in positions.items():
+                if cid in seen:
+                    c.ranks[tier], c.raw[tier] = seen[cid]
             candidates.append(c)
         st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
