@@ -181,14 +181,19 @@ class Engine:
         self._background = threading.Thread(target=work, name="mcp-retrieval-index", daemon=True)
         self._background.start()
 
-    def sync_paths(self, paths: list[str]) -> None:
-        """Lexical update of changed paths now (the watcher calls this), vectors behind."""
-        self.pending_paths.update(paths)
+    def sync_paths(self, paths: list[str] | None) -> None:
+        """Lexical update now (the watcher calls this; None: a burst, rescan the whole root by stat),
+        vectors behind. Waits only for the current embedding batch, never for the whole backlog."""
+        if paths:
+            self.pending_paths.update(paths)
         with self._work_lock:
             self.indexing = True
             try:
                 self.indexer.sync(paths)
-                self.pending_paths.difference_update(paths)
+                if paths:
+                    self.pending_paths.difference_update(paths)
+                else:
+                    self.pending_paths.clear()
             finally:
                 self.indexing = False
         self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing

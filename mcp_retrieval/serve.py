@@ -30,7 +30,7 @@ def serve(config: Config, args) -> int:
     engine.start_background()  # lexical first, vectors behind; answers flow meanwhile
     watcher = None
     if not args.no_watch:
-        watcher = Watcher(config.root, lambda paths: engine.sync_paths(paths) if paths else engine.start_background())
+        watcher = Watcher(config.root, engine.sync_paths)
         watcher.start()
     server = build_server(engine)
     if args.understand == "sampling":

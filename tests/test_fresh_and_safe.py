@@ -23,8 +23,7 @@ def wait_for(predicate, timeout=60.0):
 
 @pytest.mark.timeout(180)
 def test_the_watcher_reflects_new_edited_and_deleted_files(engine, workspace):
-    watcher = Watcher(workspace, lambda paths: engine.sync_paths(paths) if paths else engine.start_background(),
-                      debounce_ms=100)
+    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
     watcher.start()
     try:
         time.sleep(0.5)
@@ -36,6 +35,10 @@ def test_the_watcher_reflects_new_edited_and_deleted_files(engine, workspace):
         (workspace / "build" / "ignored.py").write_text("def ignored_symbol_zz():\n    pass\n")
         assert watcher.relevant(str(workspace / "build" / "ignored.py")) is None
         assert watcher.relevant(str(workspace / ".git" / "index")) is None
+        for n in range(3):  # a burst (a checkout, a formatter) is one whole-root pass
+            (workspace / "src" / "shop" / f"burst_{n}.py").write_text(f"def burst_function_{n}():\n    pass\n")
+        engine.sync_paths(None)
+        assert {"src/shop/burst_0.py", "src/shop/burst_2.py"} <= set(engine.store.files())
     finally:
         watcher.stop()
 
