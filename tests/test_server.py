@@ -79,6 +79,18 @@ def test_the_server_runs_over_stdio_as_a_subprocess(workspace, tmp_path):
             assert r.is_error and "query" in r.content[0].text
             r = await client.call_tool("packet", {"query": "handleCheckout"})
             assert r.structured_content["items"][0]["path"] == "server/main.go"
+            r = await client.call_tool("query_graph", {"node": "Cart.subtotal", "relation": "callers"})
+            assert "src/shop/cart.py::Cart.total" in {n["id"] for n in r.structured_content["nodes"]}
+            r = await client.call_tool("query_graph", {"node": "src/shop/cart.py", "relation": "imported_by"})
+            assert "src/shop/__init__.py" in {n["id"] for n in r.structured_content["nodes"]}
+            r = await client.call_tool("query_graph", {"node": "Cart.subtotl"})
+            assert r.structured_content["miss"]["reason"] == "not_found"
+            assert "Cart.subtotal" in r.structured_content["miss"]["suggestions"]
+            r = await client.call_tool("query_graph", {"node": "Cart", "depth": 5})
+            assert r.is_error and "depth" in r.content[0].text
+            r = await client.call_tool("context", {"query": "cart subtotal", "debug": True})
+            graph = next(s for s in r.structured_content["debug"]["stages"] if s["name"] == "graph")
+            assert graph["status"] == "done"
 
     anyio.run(go)
 
