@@ -42,6 +42,7 @@ class RerankSignals:
     code_question: bool = True
     bug_report: bool = False  # a pasted issue or traceback: docs and templates echo it, code fixes it
     about_tests: bool = False
+    exact_lookup: bool = False  # the question is one identifier: its definition wins wherever it lives
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
@@ -49,7 +50,7 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
     return RerankSignals(query=query, anchored_files=set(anchored_files),
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
-                         bug_report=bug_report,
+                         bug_report=bug_report, exact_lookup=query_class == "identifier",
                          about_tests=bool(_TEST_QUERY.search(query)))
 
 
@@ -72,6 +73,8 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if "symbol" in c.raw:
         factor *= w.symbol_factor
         why.append("defines a name in the question")
+    if s.exact_lookup and "symbol" in c.raw:
+        return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_path(c.chunk.path):
         factor *= w.test_factor
         why.append("test file, ranked after code")

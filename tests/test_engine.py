@@ -146,3 +146,12 @@ def test_a_root_deleted_while_serving_keeps_the_last_index(engine, workspace):
     assert engine.status().chunks == before
     r = engine.packet("apply_discount")
     assert r.miss is not None or all(not i.fresh for i in r.items)
+
+
+def test_an_identifier_lookup_finds_its_definition_even_in_a_test_file(engine, workspace):
+    (workspace / "tests").mkdir()
+    (workspace / "tests" / "test_cart.py").write_text("def helper_for_cart_checks():\n    return 1\n")
+    (workspace / "src" / "shop" / "helpers.py").write_text(
+        "def other_helper():\n    '''calls helper_for_cart_checks'''\n    return helper_for_cart_checks\n")
+    engine.reindex()
+    assert engine.packet("helper_for_cart_checks").items[0].path == "tests/test_cart.py"
