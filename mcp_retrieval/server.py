@@ -35,6 +35,10 @@ async def _call(fn, *args, **kwargs):
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except BadRequest as exc:
         raise ToolError(str(exc)) from None
+    except Exception as exc:  # never a bare "Error executing tool": say what happened and what to do
+        log.exception("%s failed", getattr(fn, "__name__", "tool"))
+        raise ToolError(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); the index is unchanged — "
+                        "retry, or call reindex if it persists") from None
 
 
 def _progress_reporter(ctx: Context | None):
