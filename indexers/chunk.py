@@ -188,10 +188,8 @@ def _unwrap(node, defs):
 
 def def_name(node) -> str | None:
     """The declared name of a definition node, across grammars."""
-    if node.type == "impl_item":
-        typ = node.child_by_field_name("type")
-        trait = node.child_by_field_name("trait")
-        return _text(typ) if trait is None else f"{_text(typ)}"
+    if node.type == "impl_item":  # `impl Trait for Type` is named after the type
+        return _text(node.child_by_field_name("type"))
     if node.type == "type_declaration":
         for spec in node.named_children:
             name = spec.child_by_field_name("name")

@@ -14,7 +14,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from indexers.store import Store
-from indexers.symbols import module_name
+from indexers.symbols import module_name, module_suffixes
 
 MAX_AMBIGUITY = 3
 RELATIONS = {
@@ -142,9 +142,8 @@ class _Resolver:
         self.aliases: dict[str, dict[str, int]] = defaultdict(dict)  # path -> local name -> node
         for i, n in enumerate(nodes):
             if n.kind == "file":
-                parts = module_name(n.path).split(".")
-                for k in range(len(parts)):
-                    self.modules[".".join(parts[k:])].append(i)
+                for suffix in module_suffixes(n.path):
+                    self.modules[suffix].append(i)
             else:
                 self.by_name[n.name].append(i)
                 self.local[(n.path, n.qualname)] = i

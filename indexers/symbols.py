@@ -36,6 +36,12 @@ def module_name(path: str) -> str:
     return ".".join(parts) or p.stem
 
 
+def module_suffixes(path: str) -> list[str]:
+    """Every dotted suffix of a file's module name: `src.pkg.mod` is also `pkg.mod` and `mod`."""
+    parts = module_name(path).split(".")
+    return [".".join(parts[i:]) for i in range(len(parts))]
+
+
 @functools.cache
 def _query(language: str) -> Query | None:
     try:

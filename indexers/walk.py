@@ -62,15 +62,15 @@ class IgnoreRules:
 
     def __init__(self, root: Path):
         self.root = root
-        self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {}
-        top: list[pathspec.GitIgnoreSpec] = []
-        for extra in (root / ".git" / "info" / "exclude",):
-            spec = _load_spec(extra) if extra.is_file() else None
-            if spec:
-                top.append(spec)
-        self._specs[""] = top
+        exclude = root / ".git" / "info" / "exclude"
+        spec = _load_spec(exclude) if exclude.is_file() else None
+        self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {"": [spec] if spec else []}
+        self._entered: set[str] = set()
 
     def enter(self, rel_dir: str, abs_dir: Path) -> None:
+        if rel_dir in self._entered:
+            return
+        self._entered.add(rel_dir)
         specs = [s for name in IGNORE_FILES if (abs_dir / name).is_file() and (s := _load_spec(abs_dir / name))]
         if rel_dir == "":
             self._specs[""] = self._specs[""] + specs

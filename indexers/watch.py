@@ -28,7 +28,9 @@ class Watcher:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def relevant(self, abs_path: str) -> str | None:
+    def relevant(self, abs_path: str, rules: IgnoreRules | None = None) -> str | None:
+        """The workspace path of a change the walk would index, else None. Pass one `rules` per batch
+        so each .gitignore is read once per batch, not once per changed path."""
         try:
             rel = Path(abs_path).resolve().relative_to(self.root).as_posix()
         except (ValueError, OSError):
@@ -36,7 +38,7 @@ class Watcher:
         parts = rel.split("/")
         if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
             return None
-        rules = IgnoreRules(self.root)
+        rules = rules or IgnoreRules(self.root)
         for depth in range(len(parts) - 1):
             rules.enter("/".join(parts[:depth]), self.root.joinpath(*parts[:depth]))
         return None if rules.ignored(rel, is_dir=False) else rel
@@ -54,7 +56,8 @@ class Watcher:
         try:
             for changes in watchfiles.watch(self.root, stop_event=self._stop, debounce=self.debounce_ms,
                                             step=50, raise_interrupt=False, ignore_permission_denied=True):
-                paths = sorted({rel for _, p in changes if (rel := self.relevant(p))})
+                rules = IgnoreRules(self.root)  # fresh per batch: an edited .gitignore takes effect
+                paths = sorted({rel for _, p in changes if (rel := self.relevant(p, rules))})
                 if not paths:
                     continue
                 try:

@@ -22,6 +22,7 @@ from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import Fresh, FreshnessGate
 from mcp_retrieval.models import (ChunkOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Miss,
                                   PacketItem, PacketResult, ReindexResult)
+from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
@@ -352,7 +353,7 @@ class Engine:
         return ChunkOut(path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
                         symbol=c.chunk.symbol, language=c.chunk.language, score=round(c.score, 4), tiers=c.tiers,
                         content_sha256=c.chunk.sha256, tokens=c.chunk.tokens,
-                        text=None if p.stub else _neutral(c.chunk.text), delivered=p.stub)
+                        text=None if p.stub else neutralize(c.chunk.text), delivered=p.stub)
 
     def _debug(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()
@@ -361,11 +362,6 @@ class Engine:
         return Debug(rewrite=rewrite, candidate_pool=ranked.pool_size, graph_added=ranked.graph_added,
                      reranker=ranked.reranker, assembled_tokens=tokens, query_class=ranked.qclass.name,
                      anchors=ranked.anchors.as_dict(), stages=stages.stages)
-
-
-def _neutral(text: str) -> str:
-    from mcp_retrieval.neutralize import neutralize
-    return neutralize(text)
 
 
 def _why(c: Candidate, state: Fresh) -> str:

@@ -13,7 +13,7 @@ import numpy as np
 from indexers.embed import Embedder
 from indexers.lexical import LexicalIndex
 from indexers.store import Store, StoredChunk
-from indexers.symbols import module_name
+from indexers.symbols import module_suffixes
 from indexers.vectors import VectorIndex
 from mcp_retrieval.extract import Anchors
 
@@ -47,9 +47,8 @@ class PathResolver:
         self._by_module: dict[str, list[str]] = defaultdict(list)
         for p in paths:
             self._by_name[p.rsplit("/", 1)[-1]].append(p)
-            parts = module_name(p).split(".")
-            for i in range(len(parts)):  # every suffix: `src.pkg.mod` is also `pkg.mod` and `mod`
-                self._by_module[".".join(parts[i:])].append(p)
+            for suffix in module_suffixes(p):
+                self._by_module[suffix].append(p)
 
     def resolve_path(self, written: str) -> list[str]:
         parts = [p for p in written.replace("\\", "/").split("/") if p and p != "."]
