@@ -174,7 +174,7 @@ def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix:
             result.reranker = reranker.name
         except Exception as exc:  # fall back: z-score, then identity
             st["status"], st["detail"] = "error", f"{reranker.name} failed ({type(exc).__name__}); fell back"
-            fallback = getattr(reranker, "_fallback", None)
+            fallback = getattr(reranker, "fallback", None)
             try:
                 result.candidates = fallback.rerank(result.candidates, signals) if fallback else result.candidates
                 result.reranker = fallback.name if fallback else "none"

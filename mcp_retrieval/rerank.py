@@ -155,17 +155,17 @@ class CrossEncoderReranker:
             TextCrossEncoder.add_custom_model(model=name, sources=ModelSource(hf=name), model_file="model.onnx")
         self._model = TextCrossEncoder(name, specific_model_path=str(folder), cache_dir=str(cache_dir),
                                        local_files_only=True)
-        self._fallback = fallback
+        self.fallback = fallback
 
     def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
-        ordered = self._fallback.rerank(candidates, signals)  # structural order first, then the model reads the head
+        ordered = self.fallback.rerank(candidates, signals)  # structural order first, then the model reads the head
         head, tail = ordered[: self.HEAD], ordered[self.HEAD:]
         passages = [(c.chunk.header + "\n" + c.chunk.text)[: self.PASSAGE_CHARS] for c in head]
         scores = list(self._model.rerank(signals.query, passages, batch_size=8))
         if len(scores) != len(head) or any(not math.isfinite(float(s)) for s in scores):
             raise ValueError("cross-encoder returned scores that do not describe the candidates")
         for c, s in zip(head, scores):
-            factor, _ = structural_factor(c, signals, self._fallback.weights)
+            factor, _ = structural_factor(c, signals, self.fallback.weights)
             c.raw["rerank"] = float(s)
             c.score = (1 / (1 + math.exp(-float(s)))) * factor
         head.sort(key=lambda c: (-c.score, c.chunk.id))
