@@ -22,6 +22,13 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
 
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-retrieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -33,8 +40,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--no-watch", action="store_true", help="do not watch the root for changes")
     serve.add_argument("--auth-token", default=None, help="bearer token (required off loopback; "
                                                           "or MCP_RETRIEVAL_AUTH_TOKEN)")
-    serve.add_argument("--understand", default="off", choices=["off", "sampling"])
-    serve.add_argument("--understand-budget", type=int, default=20)
+    serve.add_argument("--understand", default="off", choices=["off", "sampling"],
+                       help="sampling: ask the host's model to rewrite novel queries (needs a client that offers "
+                            "sampling)")
+    serve.add_argument("--understand-budget", type=_non_negative, default=20, help="host model calls per day")
+    serve.add_argument("--understand-timeout", type=float, default=10.0,
+                       help="seconds to wait for the host's reply before using the raw query")
     index = sub.add_parser("index", help="build or update the index, then exit")
     _common(index)
     index.add_argument("--full", action="store_true")

@@ -42,6 +42,10 @@ class Config:
     # assembly
     mmr_lambda: float = 0.7
     near_duplicate: float = 0.9
+    # query understanding by the host's model (serve --understand sampling --understand-budget N)
+    understand: str = "off"  # off | sampling
+    understand_budget: int = 20  # host model calls per day
+    understand_timeout_s: float = 10.0  # older protocols: the longest a call waits on the host
     # sessions
     session_ttl_s: float = 6 * 3600
     max_sessions: int = 1000

@@ -41,12 +41,14 @@ def salient_terms(query: str) -> set[str]:
     return {t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()}
 
 
-def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str]) -> Evidence:
+def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str],
+           restatements: Sequence[str] = ()) -> Evidence:
+    """`restatements`: the host model's rewrite and the facets (sub-queries) of the question; the
+    top chunk's coverage is the best over the question and these (a two-facet question's best
+    chunk answers one facet)."""
     top = ranked[0]
-    wanted = salient_terms(query)
     have = set(terms(top.chunk.header + "\n" + top.chunk.text))
-    # A pasted issue has hundreds of terms and no chunk holds them all: cover a handful to count as evidence.
-    coverage = min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
+    coverage = max(_coverage(salient_terms(text), have) for text in (query, *restatements))
     dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
     head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}
     head_dense = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("dense", 10**6))[:5] if "dense" in c.raw}
@@ -55,6 +57,11 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     anchored = bool(anchors_hit & {c.chunk.id for c in ranked[:10]})
     path_match = top.chunk.path if top.chunk.path in anchored_files else None
     return Evidence(coverage, dense_top, bool(head_lex & head_dense), anchored, path_match, top.score, gap)
+
+
+def _coverage(wanted: set[str], have: set[str]) -> float:
+    # A pasted issue has hundreds of terms and no chunk holds them all: cover a handful to count as evidence.
+    return min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
 
 
 def decide(ev: Evidence, has_vectors: bool, vectors_complete: bool = True) -> Know | Miss:

@@ -26,6 +26,7 @@ from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
+from mcp_retrieval.sampling import HostOutcome, SamplingPlanner
 from mcp_retrieval.session import SessionRegister
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.validate import BadRequest, check_int, check_paths, check_query, check_session
@@ -48,6 +49,9 @@ class Engine:
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
                                         persist_path=config.index_dir / "sessions.json" if config.persist_sessions else None)
         self.reranker = reranker or self._load_reranker()
+        self.sampling = SamplingPlanner(config.understand == "sampling", config.understand_budget,
+                                        state_path=config.index_dir / "understand.json",
+                                        timeout_s=config.understand_timeout_s)
         self._graph: CodeGraph | None = None
         self._graph_key: str | None = None
         self._graph_lock = threading.Lock()
@@ -201,10 +205,10 @@ class Engine:
 
     # --- tools ----------------------------------------------------------------------------------
     def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None,
-              graph: bool | None = None) -> Ranked:
+              graph: bool | None = None, host: HostOutcome | None = None) -> Ranked:
         return rank(query, config=self.config, retriever=self.retriever, graph_loader=self.graph,
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
-                    path_prefix=path_prefix, stages=stages, graph=graph)
+                    path_prefix=path_prefix, host=host, stages=stages, graph=graph)
 
     def _vectors_complete(self) -> bool:
         return self.store.counts()["vectors_pending"] == 0
@@ -220,7 +224,9 @@ class Engine:
 
     def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
                 path_prefix: str | None = None, active_files: list[str] | None = None,
-                sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False) -> ContextResult:
+                sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
+                host: HostOutcome | None = None) -> ContextResult:
+        """`host`: what the host-sampling stage produced (the server asks before calling this)."""
         query, notes = check_query(query)
         budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
         max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
@@ -230,11 +236,12 @@ class Engine:
             return ContextResult(miss=miss, window=assemble.no_match_window(miss.reason, miss.escalate_to),
                                  index=self.status())
         stages = StageLog()
-        ranked = self._rank(query, active, subs, prefix, stages)
+        ranked = self._rank(query, active, subs, prefix, stages, host=host)
         with stages.run("freshness") as st:
             candidates, dropped = self.freshness.refresh(ranked.candidates, self.pending_paths)
             st["detail"] = f"{dropped} stale dropped" if dropped else "all fresh"
-        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
+        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
+                                             ranked.understanding.more_lexical_queries),
                                 ranked.has_vectors, self._vectors_complete()) if candidates else \
             Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
         placed: list[assemble.Placed] = []
@@ -263,7 +270,7 @@ class Engine:
 
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
                active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,
-               path_prefix: str | None = None, debug: bool = False) -> PacketResult:
+               path_prefix: str | None = None, debug: bool = False, host: HostOutcome | None = None) -> PacketResult:
         query, notes = check_query(query)
         max_items = check_int(max_items, "max_items", 1, 50)
         check_session(session_id)
@@ -273,9 +280,11 @@ class Engine:
         if (miss := self._empty_miss()) is not None:
             return PacketResult(miss=miss, index=self.status())
         stages = StageLog()
-        ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet)
+        ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet,
+                            host=host)
         candidates = ranked.candidates
-        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files)),
+        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
+                                             ranked.understanding.more_lexical_queries),
                                 ranked.has_vectors, self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
         items: list[PacketItem] = []
         if not isinstance(outcome, Miss):

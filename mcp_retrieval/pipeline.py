@@ -14,7 +14,8 @@ from mcp_retrieval.extract import Anchors, extract
 from mcp_retrieval.rerank import RerankSignals, signals_for
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.stages import StageLog
-from mcp_retrieval.understand import Understanding, deterministic
+from mcp_retrieval.sampling import HostOutcome
+from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
@@ -37,7 +38,7 @@ class Ranked:
 
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
-         sub_queries: list[str] | None, path_prefix: str | None, understanding: Understanding | None = None,
+         sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
          stages: StageLog | None = None, graph: bool | None = None) -> Ranked:
     stages = stages or StageLog()
     with stages.run("classify") as st:
@@ -46,16 +47,12 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     with stages.run("extract") as st:
         anchors = extract(query, active_files)
         st["detail"] = f"{len(anchors.paths)} paths, {len(anchors.identifiers)} identifiers"
-    if understanding is None:
-        with stages.run("understand") as st:
-            understanding = deterministic(query, sub_queries)
-            st["status"] = "skipped" if understanding.source == "none" else "done"
-            st["detail"] = "off (deterministic fallback: nothing to rewrite)" if understanding.source == "none" \
-                else f"{understanding.source}: {len(understanding.sub_queries)} sub-queries"
+    understanding = _understand_stages(query, sub_queries, host, stages)
     ranked: dict[str, list[tuple[str, float]]] = {}
     pool = config.pool_size
     with stages.run("lexical") as st:
-        ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool) for q in [query, *understanding.sub_queries])
+        ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
+                                        for q in [query, *understanding.more_lexical_queries])
         st["detail"] = f"{len(ranked['lexical'])} hits"
     has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
     if has_vectors:
@@ -96,8 +93,27 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                     has_vectors=semantic, pool_size=len(candidates))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
-    _rerank_stage(result, reranker, signals, path_prefix)
+    _rerank_stage(result, reranker, signals, path_prefix or understanding.path_prefix)
     return result
+
+
+def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutcome | None,
+                       stages: StageLog) -> Understanding:
+    """`decompose`: the agent's sub-queries, else the deterministic split and identifier expansion
+    (free, always on). `understand`: the host model's rewrite, reported as the sampling policy
+    decided (`skipped` with off | no_sampling | budget | cached, `done`, or `error`)."""
+    with stages.run("decompose") as st:
+        understanding = deterministic(query, sub_queries)
+        st["status"] = "skipped" if understanding.source == "none" else "done"
+        st["detail"] = "nothing to split or expand" if understanding.source == "none" else \
+            f"{understanding.source}: {len(understanding.sub_queries)} sub-queries, " \
+            f"{len(understanding.expansions)} identifier expansions"
+    host = host or HostOutcome("skipped", "off")
+    if host.rewrite is not None:
+        understanding = with_host(understanding, query, host.rewrite)
+    understanding.sampling = {"status": host.status, "reason": host.reason}
+    stages.record("understand", host.status, host.ms, host.reason)
+    return understanding
 
 
 def _merge_best(lists) -> list[tuple[str, float]]:

@@ -26,6 +26,8 @@ def serve(config: Config, args) -> int:
             return 2
         print(f"mcp-retrieval: WARNING: serving on {args.host}, reachable from other machines; "
               "requests need the bearer token", file=sys.stderr)
+    config.understand, config.understand_budget = args.understand, args.understand_budget
+    config.understand_timeout_s = max(0.1, args.understand_timeout)
     engine = Engine(config)
     engine.start_background()  # lexical first, vectors behind; answers flow meanwhile
     watcher = None
@@ -33,9 +35,6 @@ def serve(config: Config, args) -> int:
         watcher = Watcher(config.root, engine.sync_paths)
         watcher.start()
     server = build_server(engine)
-    if args.understand == "sampling":
-        print("mcp-retrieval: --understand sampling is not implemented yet; the deterministic understanding "
-              "stage runs instead (see README, Query understanding)", file=sys.stderr)
     try:
         if args.transport == "stdio":
             server.run("stdio")

@@ -2,24 +2,31 @@
 the Engine, run it off the event loop in a worker thread, return structured content plus a
 text rendering. A `BadRequest` becomes a ToolError whose one line says what to send instead."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the SDK evaluates tool signatures, and the
+# resolver marker below is a local closure a string annotation could not name.
 import json
 import logging
 import secrets
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent
+from mcp.shared.message import ServerMessageMetadata
+from mcp_types import (CallToolResult, CreateMessageRequest, CreateMessageResult, ModelPreferences, SamplingMessage,
+                       TextContent)
+from mcp_types.version import is_version_at_least
 from pydantic import Field
 
 import prompts
 from mcp_retrieval.engine import Engine
+from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
-from mcp_retrieval.validate import BadRequest
+from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner
+from mcp_retrieval.validate import BadRequest, check_query
 
 log = logging.getLogger("mcp_retrieval")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -60,6 +67,70 @@ def _progress_reporter(ctx: Context | None):
     return report
 
 
+# --- host sampling (serve --understand sampling) ----------------------------------------------
+INPUT_REQUIRED_VERSION = "2026-07-28"  # from this protocol on, server requests ride InputRequiredResult
+_CHEAP_MODEL = ModelPreferences(cost_priority=0.8, speed_priority=0.8, intelligence_priority=0.3)
+
+
+def _sample(ask: SamplingAsk) -> Sample:
+    return Sample([SamplingMessage(role="user", content=TextContent(type="text", text=ask.user_text))],
+                  max_tokens=ask.max_tokens, system_prompt=ask.system_prompt, temperature=0.0,
+                  model_preferences=_CHEAP_MODEL)
+
+
+def _reply_text(result: CreateMessageResult) -> str | None:
+    content = result.content if isinstance(result.content, list) else [result.content]
+    texts = [c.text for c in content if isinstance(c, TextContent)]
+    return "\n".join(texts) if texts else None
+
+
+def host_understanding(planner: SamplingPlanner):
+    """A resolver that runs before `context`/`packet`: asks the host's model to rewrite a novel
+    query when sampling is on, offered, and within budget. On the 2026-07-28 protocol it returns
+    a `Sample` marker (the SDK sends it inside an InputRequiredResult and the client retries with
+    the answer); on older protocols it sends `sampling/createMessage` itself, bounded by
+    `planner.timeout_s`, so a host that never answers delays the call by at most that long."""
+
+    async def understand_query(query: str, ctx: Context) -> Sample | HostOutcome:
+        try:
+            text, _ = check_query(query)
+        except BadRequest:
+            return HostOutcome("skipped", "off: the query is rejected below")
+        if planner.enabled and classify(text).name in ("identifier", "path"):
+            return HostOutcome("skipped", "not_needed: an exact identifier or path needs no rewrite")
+        caps = ctx.client_capabilities
+        modern = ctx.protocol_version is not None and is_version_at_least(ctx.protocol_version, INPUT_REQUIRED_VERSION)
+        plan = planner.plan(text, client_can_sample=caps is not None and caps.sampling is not None,
+                            retry=modern and (ctx.request_state is not None or bool(ctx.input_responses)))
+        if isinstance(plan, HostOutcome):
+            return plan
+        if modern:
+            return _sample(plan)
+        t0 = time.perf_counter()
+        try:
+            with anyio.fail_after(planner.timeout_s):
+                result = await ctx.session.send_request(
+                    CreateMessageRequest(params=_sample(plan).params), CreateMessageResult,
+                    request_read_timeout_seconds=planner.timeout_s,
+                    metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+        except TimeoutError:
+            return planner.settle(text, None, f"no reply within {planner.timeout_s:.0f} s",
+                                  ms=(time.perf_counter() - t0) * 1000)
+        except Exception as exc:  # refused, malformed, disconnected: the raw query serves
+            return planner.settle(text, None, f"host sampling failed ({type(exc).__name__})",
+                                  ms=(time.perf_counter() - t0) * 1000)
+        return planner.settle(text, _reply_text(result), ms=(time.perf_counter() - t0) * 1000)
+
+    return understand_query
+
+
+def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any) -> HostOutcome:
+    """The resolver's outcome; a `CreateMessageResult` injected by the SDK (modern protocol) is settled here."""
+    if isinstance(resolved, CreateMessageResult):
+        return planner.settle(check_query(query)[0], _reply_text(resolved))
+    return resolved if isinstance(resolved, HostOutcome) else HostOutcome("error", "no understanding outcome")
+
+
 def render_context(r: ContextResult) -> str:
     head = (f"know (confidence {r.know.confidence:.2f})" if r.know else
             f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else ""))
@@ -78,6 +149,7 @@ def render_packet(r: PacketResult) -> str:
 
 def build_server(engine: Engine) -> MCPServer:
     server = MCPServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
+    understand_query = host_understanding(engine.sampling)
 
     @server.tool(description=prompts.load("context"))
     async def context(
@@ -90,10 +162,12 @@ def build_server(engine: Engine) -> MCPServer:
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         ignore_delivered: Annotated[bool, Field(description="full text even if delivered before")] = False,
         debug: Annotated[bool, Field(description="include the stage report")] = False,
+        host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
         r = await _call(engine.context, query, session_id=session_id, budget_tokens=budget_tokens,
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
-                        sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug)
+                        sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug,
+                        host=_host_outcome(engine.sampling, query, host))
         return _result(r, render_context(r))
 
     @server.tool(description=prompts.load("packet"))
@@ -106,9 +180,11 @@ def build_server(engine: Engine) -> MCPServer:
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         debug: Annotated[bool, Field(description="include the stage report")] = False,
+        host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> PacketResult:
         r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
-                        task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug)
+                        task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug,
+                        host=_host_outcome(engine.sampling, query, host))
         return _result(r, render_packet(r))
 
     @server.tool(description=prompts.load("query_graph"))

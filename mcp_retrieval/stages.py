@@ -35,4 +35,8 @@ class StageLog:
                                  detail=record["detail"]))
 
     def skip(self, name: str, reason: str) -> None:
-        self.stages.append(Stage(name=name, status="skipped", ms=0.0, detail=reason))
+        self.record(name, "skipped", 0.0, reason)
+
+    def record(self, name: str, status: str, ms: float, detail: str | None) -> None:
+        """A stage that ran elsewhere (the host-sampling call happens in the server, before the engine)."""
+        self.stages.append(Stage(name=name, status=status, ms=round(ms, 2), detail=detail))

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from indexers.analysis import split_identifier
+from mcp_retrieval.sampling import HostRewrite
 
 MAX_SUB_QUERIES = 3
 _CONJUNCTION = re.compile(r"\s*(?:;|\band also\b|\bas well as\b|\band how\b|\band where\b|\band what\b|\band why\b)\s*",
@@ -21,14 +22,43 @@ _IDENT = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\b")
 
 @dataclass
 class Understanding:
-    retrieval_query: str  # what the retrievers read (the original still feeds the reranker)
+    retrieval_query: str  # what the dense retriever reads (the original still feeds lexical and the reranker)
     sub_queries: list[str] = field(default_factory=list)
     expansions: list[str] = field(default_factory=list)
-    source: str = "none"  # agent | deterministic | sampling | none
+    source: str = "none"  # agent | deterministic | none, "+sampling" when the host rewrote it
+    rewrite: str | None = None  # the host's rewrite, also searched lexically
+    path_prefix: str | None = None  # the host's advisory folder (used only when the agent gave none)
+    is_ambiguous: bool | None = None
+    step_back: bool = False
+    sampling: dict | None = None  # {"status", "reason"} of the host-sampling stage
 
     def as_dict(self) -> dict:
-        return {"query": self.retrieval_query[:300], "sub_queries": self.sub_queries,
-                "expansions": self.expansions[:20], "source": self.source}
+        out = {"query": self.retrieval_query[:300], "sub_queries": self.sub_queries,
+               "expansions": self.expansions[:20], "source": self.source}
+        if self.rewrite is not None:
+            out.update(rewrite=self.rewrite, path_prefix=self.path_prefix, is_ambiguous=self.is_ambiguous,
+                       step_back=self.step_back)
+        if self.sampling is not None:
+            out["sampling"] = self.sampling
+        return out
+
+    @property
+    def more_lexical_queries(self) -> list[str]:
+        """Searched lexically beside the original question: the host's rewrite, every facet."""
+        extra = [self.rewrite] if self.rewrite and self.rewrite != self.retrieval_query else []
+        return [*extra, *self.sub_queries]
+
+
+def with_host(base: Understanding, query: str, host: HostRewrite) -> Understanding:
+    """Fold the host's rewrite into the deterministic understanding. The agent's own
+    sub-queries win over the host's (the agent is the caller); identifiers of the rewrite
+    are expanded like the question's."""
+    expanded = deterministic(host.rewrite, None)
+    return Understanding(retrieval_query=expanded.retrieval_query,
+                         sub_queries=base.sub_queries if base.source == "agent" else host.sub_queries,
+                         expansions=list(dict.fromkeys(base.expansions + expanded.expansions)),
+                         source=f"{base.source}+sampling", rewrite=host.rewrite, path_prefix=host.path_prefix,
+                         is_ambiguous=host.is_ambiguous, step_back=host.step_back)
 
 
 def deterministic(query: str, agent_sub_queries: list[str] | None) -> Understanding:
