@@ -184,6 +184,11 @@ class Store:
                                     "ORDER BY priority LIMIT ?", (max_priority, limit)).fetchall()
         return [_stored(r) for r in rows]
 
+    def mark_all_unembedded(self) -> None:
+        with self._lock:
+            self._db.execute("UPDATE chunks SET embedded=0")
+            self._counts = None
+
     def mark_embedded(self, ids: Sequence[str]) -> None:
         with self._lock:
             self._db.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])

@@ -93,6 +93,23 @@ class Indexer:
         self.vectors = VectorIndex(index_dir / "lance", embedder.dim) if embedder is not None else None
         self.max_file_bytes = max_file_bytes
         self._lock_path = index_dir / "write.lock"
+        if embedder is not None:
+            self._check_vector_model(embedder.model_id)
+
+    def _check_vector_model(self, model: str) -> None:
+        """Vectors of another model (or input length) are dropped and re-made; the lexical index stays."""
+        previous = self.store.get_meta("vector_model")
+        if previous == model:
+            return
+        try:
+            with WriteLock(self._lock_path):
+                if previous is not None:
+                    log.warning("embedding model changed (%s -> %s): vectors will be recomputed", previous, model)
+                    self.vectors.reset()
+                    self.store.mark_all_unembedded()
+                self.store.set_meta("vector_model", model)
+        except IndexBusy:  # the writer holding the index decides; we check again next start
+            log.warning("index busy; could not check the vectors' model")
 
     # --- lexical, graph and manifest ------------------------------------------------------
     def sync(self, paths: Iterable[str] | None = None, *, full: bool = False,
@@ -202,7 +219,8 @@ class Indexer:
                 inputs = [embed_text(c.header, c.text) for c in pending]
                 shas = [text_sha(t) for t in inputs]
                 cached = self.cache.get_many(self.embedder.model_id, shas)
-                missing = [i for i, s in enumerate(shas) if s not in cached]
+                first = {s: i for i, s in reversed(list(enumerate(shas)))}  # identical chunks are embedded once
+                missing = [i for s, i in first.items() if s not in cached]
                 if missing:
                     fresh = self.embedder.embed([inputs[i] for i in missing])
                     self.cache.put_many(self.embedder.model_id, {shas[i]: v for i, v in zip(missing, fresh)})

@@ -132,6 +132,13 @@ class VectorIndex:
         with self._lock:
             return self._table.count_rows()
 
+    def reset(self) -> None:
+        """Drop every vector (the embedding model changed: old and new vectors do not compare)."""
+        with self._lock:
+            self._table = self._db.create_table(TABLE, schema=self._schema, mode="overwrite")
+            self._matrix, self._ids, self._mirror_version = None, [], None
+            self._paths = np.asarray([], dtype=object)
+
     def optimize(self) -> None:
         """Compact the versions written by many small upserts (safe to skip)."""
         with self._lock:

@@ -42,6 +42,7 @@ class Config:
     # assembly
     mmr_lambda: float = 0.7
     near_duplicate: float = 0.9
+    decompose: bool = True  # deterministic conjunction split + identifier expansion (agent sub-queries always count)
     # query understanding by the host's model (serve --understand sampling --understand-budget N)
     understand: str = "off"  # off | sampling
     understand_budget: int = 20  # host model calls per day

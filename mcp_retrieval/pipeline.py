@@ -47,7 +47,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     with stages.run("extract") as st:
         anchors = extract(query, active_files)
         st["detail"] = f"{len(anchors.paths)} paths, {len(anchors.identifiers)} identifiers"
-    understanding = _understand_stages(query, sub_queries, host, stages)
+    understanding = _understand_stages(query, sub_queries, host, stages, config.decompose)
     ranked: dict[str, list[tuple[str, float]]] = {}
     pool = config.pool_size
     with stages.run("lexical") as st:
@@ -98,12 +98,13 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
 
 
 def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutcome | None,
-                       stages: StageLog) -> Understanding:
+                       stages: StageLog, decompose: bool = True) -> Understanding:
     """`decompose`: the agent's sub-queries, else the deterministic split and identifier expansion
     (free, always on). `understand`: the host model's rewrite, reported as the sampling policy
     decided (`skipped` with off | no_sampling | budget | cached, `done`, or `error`)."""
     with stages.run("decompose") as st:
-        understanding = deterministic(query, sub_queries)
+        understanding = deterministic(query, sub_queries) if decompose else \
+            Understanding(query, list(sub_queries or []), source="agent" if sub_queries else "none")
         st["status"] = "skipped" if understanding.source == "none" else "done"
         st["detail"] = "nothing to split or expand" if understanding.source == "none" else \
             f"{understanding.source}: {len(understanding.sub_queries)} sub-queries, " \

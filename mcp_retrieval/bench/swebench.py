@@ -8,7 +8,8 @@ real fix touched first?
 For each instance the repository is put at `base_commit` (incrementally), the index is updated
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
-and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ graph fusion: the default).
+and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ graph fusion: the default);
+`nodecomp` is `rerank` without the deterministic decompose stage (not in the default set).
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
 """
@@ -31,6 +32,7 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
+EXTRA_MODES = ("nodecomp",)  # rerank without the deterministic decompose stage (split + identifier expansion)
 TIERS = ("lexical", "dense", "path", "symbol", "graph")
 
 
@@ -42,7 +44,7 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
     weights = {t: base.get(t, 1.0) for t in TIERS}
     if mode == "anchors":
         return weights, False, False
-    if mode == "rerank":
+    if mode in ("rerank", "nodecomp"):
         return weights, False, True
     return weights, True, True  # full
 
@@ -97,6 +99,8 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     repos = dict(r.split("=", 1) for r in args.repo)
     modes = [m for m in args.modes.split(",") if m]
+    if unknown := set(modes) - set(ALL_MODES) - set(EXTRA_MODES):
+        ap.error(f"unknown modes {sorted(unknown)}; choose from {', '.join(ALL_MODES + EXTRA_MODES)}")
     rows = [json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()]
     if args.only:
         rows = [r for r in rows if r["repo"] in args.only.split(",")]
@@ -141,6 +145,7 @@ def main(argv: list[str]) -> int:
                 engine.config.tier_weights, engine.config.graph = weights, graph
                 engine.config.graph_in_packet = graph
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
+                engine.config.decompose = mode != "nodecomp"
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, row["gold_files"])
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
