@@ -102,11 +102,19 @@ def _model_folder(cache_dir: Path, max_tokens: int = MAX_TOKENS) -> Path:
 
 
 class MiniLMEmbedder:
-    """The default embedder. Thread-safe; `batch_size` bounds peak memory (MODELS.md: 16 is the
-    knee — 32 is no faster and costs 0.6 GB more)."""
+    """The default embedder. Thread-safe.
+
+    Two ONNX sessions: a resident one for questions (at most `QUERY_TEXTS` texts a call) and a
+    bulk one for chunks, made on demand and dropped by `release()` once a backlog is embedded.
+    onnxruntime keeps the arena of its largest batch for the session's life (~0.65 GB at 16 x 256
+    tokens), so a server that indexed at start would otherwise carry it while idle; a question
+    also never waits behind a chunk batch. `batch_size` bounds peak memory (MODELS.md: 16 is the
+    knee — 32 is no faster and costs 0.6 GB more).
+    """
 
     dim = DIM
     semantic = True
+    QUERY_TEXTS = 3
 
     def __init__(self, cache_dir: Path, *, batch_size: int = 16, threads: int | None = None,
                  max_tokens: int | None = None):
@@ -122,19 +130,35 @@ class MiniLMEmbedder:
         if name not in {m["model"] for m in TextEmbedding.list_supported_models()}:
             TextEmbedding.add_custom_model(model=name, pooling=PoolingType.MEAN, normalization=True, dim=DIM,
                                            model_file="model.onnx", sources=ModelSource(hf=name))
-        self._model = TextEmbedding(name, specific_model_path=str(folder), cache_dir=str(cache_dir / "fastembed"),
-                                    local_files_only=True, threads=threads)
+        self._load = lambda: TextEmbedding(name, specific_model_path=str(folder), cache_dir=str(cache_dir / "fastembed"),
+                                           local_files_only=True, threads=threads)
+        self._query_model = self._load()
+        self._bulk_model = None
         self._batch_size = batch_size
-        self._lock = threading.Lock()
+        self._query_lock = threading.Lock()
+        self._bulk_lock = threading.Lock()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
+        if len(texts) <= self.QUERY_TEXTS:
+            with self._query_lock:
+                return self._run(self._query_model, texts)
+        with self._bulk_lock:
+            if self._bulk_model is None:
+                self._bulk_model = self._load()
+            return self._run(self._bulk_model, texts)
+
+    def release(self) -> None:
+        """Drop the bulk session and its arena (reloaded in ~0.1 s when chunks come again)."""
+        with self._bulk_lock:
+            self._bulk_model = None
+
+    def _run(self, model, texts: Sequence[str]) -> np.ndarray:
         # A batch is padded to its longest text: embedding in length order wastes no work on padding
         # (+24% chunks/s on sympy's code, docs/BENCHMARKS.md); the caller gets its own order back.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        with self._lock:
-            vectors = list(self._model.embed([texts[i][:EMBED_CHARS] for i in order], batch_size=self._batch_size))
+        vectors = list(model.embed([texts[i][:EMBED_CHARS] for i in order], batch_size=self._batch_size))
         out = np.empty((len(texts), DIM), dtype=np.float32)
         out[order] = np.asarray(vectors, dtype=np.float32)
         return out

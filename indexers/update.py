@@ -234,6 +234,8 @@ class Indexer:
                     progress("vectors", embedded + reused, total)
             if embedded + reused > 1000:
                 self.vectors.optimize()
+        if not self.store.counts()["vectors_pending"] and hasattr(self.embedder, "release"):
+            self.embedder.release()  # the backlog is done: give the batch arena back while serving
         return embedded, reused
 
 

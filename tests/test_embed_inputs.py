@@ -12,11 +12,13 @@ def test_another_input_length_is_another_model():
     assert model_id(256) == MODEL_ID and model_id(128) != MODEL_ID
 
 
-def test_length_ordered_embedding_returns_vectors_in_the_callers_order(minilm):
-    texts = ["def add(a, b):\n    return a + b\n" * 8, "x", "class Cart:\n    pass\n" * 3]
-    together = minilm.embed(texts)
-    one_by_one = np.vstack([minilm.embed([t]) for t in texts])
+def test_length_ordered_bulk_embedding_returns_vectors_in_the_callers_order(minilm):
+    texts = ["def add(a, b):\n    return a + b\n" * 8, "x", "class Cart:\n    pass\n" * 3, "import os", "y = 2 * x"]
+    together = minilm.embed(texts)  # more than QUERY_TEXTS: the bulk session, in length order
+    one_by_one = np.vstack([minilm.embed([t]) for t in texts])  # the resident query session
     assert np.allclose(together, one_by_one, atol=1e-4)
+    minilm.release()  # the bulk session is dropped and made again on demand
+    assert np.allclose(minilm.embed(texts), together, atol=1e-4)
 
 
 class OtherHash(HashEmbedder):
