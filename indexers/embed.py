@@ -152,7 +152,10 @@ class MiniLMEmbedder:
     def release(self) -> None:
         """Drop the bulk session and its arena (reloaded in ~0.1 s when chunks come again)."""
         with self._bulk_lock:
+            if self._bulk_model is None:
+                return
             self._bulk_model = None
+        _return_freed_memory()
 
     def _run(self, model, texts: Sequence[str]) -> np.ndarray:
         # A batch is padded to its longest text: embedding in length order wastes no work on padding
@@ -162,6 +165,16 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), DIM), dtype=np.float32)
         out[order] = np.asarray(vectors, dtype=np.float32)
         return out
+
+
+def _return_freed_memory() -> None:
+    """glibc keeps freed heap pages mapped; hand them back (measured: ~120 MB after a bulk session)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc: nothing to do
+        pass
 
 
 class HashEmbedder:

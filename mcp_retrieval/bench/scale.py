@@ -54,12 +54,13 @@ def percentiles(values: list[float]) -> dict[str, float]:
             "n": len(v)}
 
 
-def default_queries(engine: Engine, n: int = 30) -> list[str]:
-    """Half identifier look-ups, half docstring sentences, drawn deterministically from the index."""
+def default_queries(query, n: int = 30) -> list[str]:
+    """Half identifier look-ups, half docstring sentences, drawn deterministically from the index.
+    `query(sql)` returns rows of the index database (`Store.query` or an sqlite3 connection's)."""
     rng = random.Random(7)
-    names = [r[0] for r in engine.store.query("SELECT DISTINCT name FROM symbols WHERE kind != 'file' AND "
+    names = [r[0] for r in query("SELECT DISTINCT name FROM symbols WHERE kind != 'file' AND "
                                               "length(name) > 6 ORDER BY name")]
-    docs = [r[0] for r in engine.store.query("SELECT text FROM chunks WHERE kind IN ('function','method') "
+    docs = [r[0] for r in query("SELECT text FROM chunks WHERE kind IN ('function','method') "
                                              "AND text LIKE '%\"\"\"%' ORDER BY id LIMIT 2000")]
     sentences = []
     for text in docs:
@@ -104,7 +105,7 @@ def main(argv: list[str]) -> int:
     t = time.perf_counter()
     engine.graph(wait=True)
     report["index"]["graph_load_s"] = round(time.perf_counter() - t, 2)
-    queries = (Path(args.queries).read_text().splitlines() if args.queries else default_queries(engine))
+    queries = (Path(args.queries).read_text().splitlines() if args.queries else default_queries(engine.store.query))
     queries = [q for q in queries if q.strip()]
     with PeakRSS() as rss_serve:
         for q in queries[:3]:  # warm caches (graph load, model session)
