@@ -21,6 +21,8 @@ from typing import Protocol
 
 import numpy as np
 
+from indexers.memory import return_freed_memory
+
 log = logging.getLogger(__name__)
 
 MODEL_ID = "all-MiniLM-L6-v2-int8"
@@ -155,7 +157,7 @@ class MiniLMEmbedder:
             if self._bulk_model is None:
                 return
             self._bulk_model = None
-        _return_freed_memory()
+        return_freed_memory()
 
     def _run(self, model, texts: Sequence[str]) -> np.ndarray:
         # A batch is padded to its longest text: embedding in length order wastes no work on padding
@@ -165,16 +167,6 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), DIM), dtype=np.float32)
         out[order] = np.asarray(vectors, dtype=np.float32)
         return out
-
-
-def _return_freed_memory() -> None:
-    """glibc keeps freed heap pages mapped; hand them back (measured: ~120 MB after a bulk session)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc: nothing to do
-        pass
 
 
 class HashEmbedder:

@@ -61,14 +61,16 @@ class CodeGraph:
             "SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols ORDER BY path, start_line")]
         resolver = _Resolver(nodes)
         edges: set[tuple[int, int, str]] = set()
-        rows = store.query("SELECT path, source, target, type FROM edges ORDER BY type != 'import'")
-        for path, source, target, typ in rows:  # imports first: they feed the alias maps
-            s = resolver.index.get(source)
-            if s is None:
-                continue
-            for t in resolver.resolve(path, source, target, typ):
-                if t != s:
-                    edges.add((s, t, typ))
+        types: dict[str, str] = {}  # one string object per edge type, not one per row
+        for imports in (True, False):  # imports first: they feed the alias maps
+            for path, source, target, typ in store.iter_edges(imports):
+                s = resolver.index.get(source)
+                if s is None:
+                    continue
+                typ = types.setdefault(typ, typ)
+                for t in resolver.resolve(path, source, target, typ):
+                    if t != s:
+                        edges.add((s, t, typ))
         return cls(nodes, sorted(edges))
 
     # --- lookup -------------------------------------------------------------------------

@@ -221,6 +221,22 @@ class Store:
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
+    def iter_edges(self, imports: bool, batch: int = 20_000):
+        """(path, source, target, type) of the import edges, or of all others, in rowid batches:
+        sympy has 600k raw edges, and holding them at once cost ~200 MB that Python's allocator
+        then kept for the server's life."""
+        last = 0
+        while True:
+            with self._lock:
+                rows = self._db.execute(
+                    "SELECT rowid, path, source, target, type FROM edges WHERE rowid > ? AND "
+                    f"type {'=' if imports else '!='} 'import' ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield row[1:]
+
 
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
                         r"[^/]*\.(test|spec)\.\w+)$")

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from indexers.memory import return_freed_memory
+
 log = logging.getLogger(__name__)
 TABLE = "chunks"
 RELOAD_S = 5.0
@@ -126,6 +128,9 @@ class VectorIndex:
                 self._matrix = matrix / np.where(norms == 0, 1.0, norms)
                 self._ids = ids
                 self._mirror_version, self._mirror_at = version, time.monotonic()
+                del data, flat, matrix
+                if len(ids) > 5000:  # Arrow's pool keeps the read's pages otherwise (~100 MB on sympy)
+                    return_freed_memory()
             return self._matrix, self._ids
 
     def count(self) -> int:

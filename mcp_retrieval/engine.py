@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
 from indexers.graph import RELATIONS, CodeGraph
+from indexers.memory import return_freed_memory
 from indexers.update import IndexBusy, Indexer
 from mcp_retrieval import assemble, decide
 from mcp_retrieval.config import Config
@@ -106,6 +107,8 @@ class Engine:
                 return
             graph = CodeGraph.load(self.store)
             self._graph, self._graph_key = graph, key
+            del graph
+            return_freed_memory()  # the build's temporaries and the previous graph
 
     def close(self) -> None:
         self._stop.set()
