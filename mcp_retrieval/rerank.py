@@ -16,6 +16,7 @@ import logging
 import math
 import re
 import statistics
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -138,13 +139,20 @@ class IdentityReranker:
 
 
 class CrossEncoderReranker:
-    """A user-supplied cross-encoder (a folder with model.onnx and tokenizer files)."""
+    """A user-supplied cross-encoder (a folder with model.onnx and tokenizer files).
+
+    It reads the head of the structural (z-score) order in batches, best first, and stops when
+    `time_budget_s` is spent, so a query stays under ~1 s whatever the model or machine; what it
+    did not read keeps its structural order below what it read. Pool and passage length were
+    sized with `python -m mcp_retrieval.bench rerank_cost` (docs/BENCHMARKS.md, "Reranker cost").
+    """
 
     name = "cross-encoder"
-    HEAD = 20  # pairs scored per query: ~10-14 pairs/s on two cores (MODELS.md)
+    HEAD = 20  # pairs at most per query
+    BATCH = 8
     PASSAGE_CHARS = 1000
 
-    def __init__(self, folder: Path, cache_dir: Path, fallback: ZScoreReranker):
+    def __init__(self, folder: Path, cache_dir: Path, fallback: ZScoreReranker, time_budget_s: float = 0.8):
         from fastembed.common.model_description import ModelSource
         from fastembed.rerank.cross_encoder import TextCrossEncoder
 
@@ -156,20 +164,28 @@ class CrossEncoderReranker:
         self._model = TextCrossEncoder(name, specific_model_path=str(folder), cache_dir=str(cache_dir),
                                        local_files_only=True)
         self.fallback = fallback
+        self.time_budget_s = time_budget_s
 
     def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
         ordered = self.fallback.rerank(candidates, signals)  # structural order first, then the model reads the head
-        head, tail = ordered[: self.HEAD], ordered[self.HEAD:]
-        passages = [(c.chunk.header + "\n" + c.chunk.text)[: self.PASSAGE_CHARS] for c in head]
-        scores = list(self._model.rerank(signals.query, passages, batch_size=8))
-        if len(scores) != len(head) or any(not math.isfinite(float(s)) for s in scores):
-            raise ValueError("cross-encoder returned scores that do not describe the candidates")
-        for c, s in zip(head, scores):
-            factor, _ = structural_factor(c, signals, self.fallback.weights)
-            c.raw["rerank"] = float(s)
-            c.score = (1 / (1 + math.exp(-float(s)))) * factor
-        head.sort(key=lambda c: (-c.score, c.chunk.id))
-        floor = min((c.score for c in head), default=0.0)
-        for c in tail:  # the unread tail stays below the read head
+        head = ordered[: self.HEAD]
+        read = 0
+        started = time.perf_counter()
+        while read < len(head):
+            part = head[read: read + self.BATCH]
+            passages = [(c.chunk.header + "\n" + c.chunk.text)[: self.PASSAGE_CHARS] for c in part]
+            scores = list(self._model.rerank(signals.query, passages, batch_size=self.BATCH))
+            if len(scores) != len(part) or any(not math.isfinite(float(s)) for s in scores):
+                raise ValueError("cross-encoder returned scores that do not describe the candidates")
+            for c, s in zip(part, scores):
+                factor, _ = structural_factor(c, signals, self.fallback.weights)
+                c.raw["rerank"] = float(s)
+                c.score = (1 / (1 + math.exp(-float(s)))) * factor
+            read += len(part)
+            if time.perf_counter() - started >= self.time_budget_s:
+                break
+        done, rest = sorted(head[:read], key=lambda c: (-c.score, c.chunk.id)), ordered[read:]
+        floor = min((c.score for c in done), default=0.0)
+        for c in rest:  # the unread rest stays below the read head, in structural order
             c.score = min(c.score, floor) * 0.99
-        return head + tail
+        return done + rest

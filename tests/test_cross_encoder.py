@@ -43,6 +43,16 @@ def test_a_configured_cross_encoder_reorders_the_pool(engine, tmp_path):
     assert [c.score for c in head] == sorted((c.score for c in head), reverse=True)
 
 
+def test_a_spent_time_budget_stops_reading_after_one_batch_and_keeps_the_rest_below(engine, tmp_path):
+    reranker = CrossEncoderReranker(write_model(tmp_path / "ce"), tmp_path / "fe", ZScoreReranker(), time_budget_s=0)
+    ranked = engine._rank("cart total discount tax", [], None, None)
+    assert len(ranked.candidates) > CrossEncoderReranker.BATCH
+    out = reranker.rerank(ranked.candidates, signals_for("cart total discount tax", [], "default"))
+    read = [c for c in out if "rerank" in c.raw]
+    assert len(read) == CrossEncoderReranker.BATCH and out[: len(read)] == read
+    assert max(c.score for c in out[len(read):]) < min(c.score for c in read)
+
+
 def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp_path):
     from indexers.embed import HashEmbedder
 
