@@ -1,7 +1,8 @@
 """Known-answer questions through a real MCP client over stdio.
 
     python -m mcp_retrieval.bench questions --root /path/to/requests-v2.31.0 \\
-        --questions fixtures/questions/requests-v2.31.0.jsonl [--index-dir DIR]
+        --questions fixtures/questions/requests-v2.31.0.jsonl [--index-dir DIR] \\
+        [--facets fixtures/questions/requests-v2.31.0-facets.jsonl]
 
 Starts `mcp-retrieval serve` as a subprocess, calls `reindex`, asks each question with
 `context`, and counts how often the first chunk's file is the answer file; the same questions
@@ -23,7 +24,7 @@ import anyio
 from mcp_retrieval.bench.filebm25 import FileBM25
 
 
-async def _ask(root: Path, index_dir: Path, questions: list[dict]) -> dict:
+async def _ask(root: Path, index_dir: Path, questions: list[dict], facets: list[dict]) -> dict:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
 
@@ -49,6 +50,24 @@ async def _ask(root: Path, index_dir: Path, questions: list[dict]) -> dict:
         out["empty_query_error"] = r.is_error and "query" in r.content[0].text
         r = await client.call_tool("context", {"query": "Where is the default User-Agent header string built?"})
         out["works_after_error"] = not r.is_error
+        if facets:
+            out["facets"] = await _facets(client, facets)
+    return out
+
+
+async def _facets(client, facets: list[dict]) -> dict:
+    """Two-facet questions: are both answer files in `packet`'s top four, with and without the
+    agent's `sub_queries`?"""
+    out = {"with_sub_queries": 0, "without": 0, "n": len(facets), "rows": []}
+    for q in facets:
+        row = {"question": q["question"]}
+        for key, args in (("without", {}), ("with_sub_queries", {"sub_queries": q["sub_queries"]})):
+            r = await client.call_tool("packet", {"query": q["question"], "max_items": 12, **args})
+            files = list(dict.fromkeys(i["path"] for i in r.structured_content["items"]))[:4]
+            hit = all(a in files for a in q["answers"])
+            out[key] += hit
+            row[key] = files
+        out["rows"].append(row)
     return out
 
 
@@ -111,11 +130,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--root", required=True)
     ap.add_argument("--questions", required=True)
     ap.add_argument("--index-dir", default=None)
+    ap.add_argument("--facets", default=None, help="two-facet questions with sub_queries and two answer files")
     args = ap.parse_args(argv)
     root = Path(args.root).resolve()
     questions = [json.loads(x) for x in Path(args.questions).read_text().splitlines() if x.strip()]
     index_dir = Path(args.index_dir or tempfile.mkdtemp(prefix="mcp-retrieval-q-"))
-    result = anyio.run(_ask, root, index_dir, questions)
+    facets = [json.loads(x) for x in Path(args.facets).read_text().splitlines() if x.strip()] if args.facets else []
+    result = anyio.run(_ask, root, index_dir, questions, facets)
     baseline = FileBM25(Path(tempfile.mkdtemp(prefix="filebm25-")))
     from indexers.walk import walk
 
