@@ -26,6 +26,7 @@ from indexers.chunk import Chunk, chunk_file, parse
 from indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from indexers.languages import language_for
 from indexers.lexical import LexicalIndex
+from indexers.memory import return_freed_memory
 from indexers.store import FileRecord, Store
 from indexers.symbols import extract
 from indexers.tokens import count_tokens
@@ -35,6 +36,7 @@ from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, file_sha256, read_s
 log = logging.getLogger(__name__)
 BATCH_FILES = 200
 EMBED_BATCH = 64
+OPTIMIZE_EVERY = 4096  # vectors written between LanceDB compactions
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -93,6 +95,7 @@ class Indexer:
         self.vectors = VectorIndex(index_dir / "lance", embedder.dim) if embedder is not None else None
         self.max_file_bytes = max_file_bytes
         self._lock_path = index_dir / "write.lock"
+        self._since_optimize = 0
         if embedder is not None:
             self._check_vector_model(embedder.model_id)
 
@@ -177,6 +180,8 @@ class Indexer:
         if touched:
             self.store.touch_files(touched)
         result.timings_ms.update({k: round(v, 1) for k, v in timings.items()})
+        if result.files_changed >= BATCH_FILES:
+            return_freed_memory()  # parse trees and chunk texts of a big sync are garbage now
 
     def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter) -> None:
         if not batch and not removed:
@@ -232,9 +237,14 @@ class Indexer:
                 reused += len(pending) - len(missing)
                 if progress:
                     progress("vectors", embedded + reused, total)
-            if embedded + reused > 1000:
+            # Each upsert is a LanceDB version and fragment; the background loop calls this a few
+            # batches at a time, so compaction is counted across calls, not per call.
+            self._since_optimize += embedded + reused
+            backlog_done = not self.store.counts()["vectors_pending"]
+            if self._since_optimize >= OPTIMIZE_EVERY or (backlog_done and self._since_optimize > 0):
                 self.vectors.optimize()
-        if not self.store.counts()["vectors_pending"] and hasattr(self.embedder, "release"):
+                self._since_optimize = 0
+        if backlog_done and hasattr(self.embedder, "release"):
             self.embedder.release()  # the backlog is done: give the batch arena back while serving
         return embedded, reused
 
