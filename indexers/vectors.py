@@ -1,8 +1,11 @@
 """LanceDB vector table: one row per embedded chunk (id, path, vector).
 
 Rows are upserted by id (`merge_insert`), so replaying a batch after a crash never duplicates.
-Search is exact cosine over an in-memory mirror of the table (see `search`); rows whose chunk is
-no longer in the store are filtered by the caller.
+Search is exact cosine over an in-memory mirror of the table (see `search`) up to `ann_min_rows`
+rows; past that, an IVF_PQ index with refinement answers instead and the mirror is dropped
+(`python -m mcp_retrieval.bench ann`: exact search costs 3.3 ms at 100k rows and 7.5 ms at 300k
+with a 0.46 GB mirror, IVF_PQ ~4 ms at recall@10 0.99 and no resident matrix). Rows whose chunk
+is no longer in the store are filtered by the caller.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ from indexers.memory import return_freed_memory
 log = logging.getLogger(__name__)
 TABLE = "chunks"
 RELOAD_S = 5.0
+ANN_MIN_ROWS = 200_000  # below: the exact mirror is faster than the ANN index and exact
+ANN_NPROBES = 20
+ANN_REFINE = 10
 
 
 def _quote(value: str) -> str:
@@ -28,16 +34,18 @@ def _quote(value: str) -> str:
 
 
 class VectorIndex:
-    def __init__(self, directory: Path, dim: int):
+    def __init__(self, directory: Path, dim: int, ann_min_rows: int = ANN_MIN_ROWS):
         import lancedb
 
         directory.mkdir(parents=True, exist_ok=True)
         self.dim = dim
+        self.ann_min_rows = ann_min_rows
         self._db = lancedb.connect(str(directory))
         self._schema = pa.schema([("id", pa.string()), ("path", pa.string()),
                                   ("vector", pa.list_(pa.float32(), dim))])
         self._lock = threading.Lock()
         self._table = self._open()
+        self.ann = self._has_ann_index()
         self._matrix: np.ndarray | None = None
         self._ids: list[str] = []
         self._paths = np.asarray([], dtype=object)
@@ -93,8 +101,15 @@ class VectorIndex:
             self._paths = np.concatenate([self._paths, np.asarray([paths[n] for n in fresh], dtype=object)])
         self._mirror_version = self._table.version
 
+    def _has_ann_index(self) -> bool:
+        try:
+            return any("vector" in idx.columns for idx in self._table.list_indices())
+        except Exception:
+            return False
+
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first: exact search over an in-memory mirror.
+        """(chunk id, cosine similarity), best first: exact search over an in-memory mirror, or
+        the IVF_PQ index once the table has one (see the module docstring).
 
         A flat LanceDB query pays ~10 ms of planning and Arrow-to-Python conversion per call
         whatever the table size (and ~240 ms at 100k rows); one BLAS matrix-vector product over
@@ -102,6 +117,8 @@ class VectorIndex:
         at most every RELOAD_S while another process writes; this process's own upserts and deletes
         update the mirror in place.
         """
+        if self.ann:
+            return self._ann_search(vector, limit)
         matrix, ids = self._mirror()
         if matrix is None or not len(ids):
             return []
@@ -113,11 +130,21 @@ class VectorIndex:
         top = top[np.argsort(-sims[top], kind="stable")]
         return [(ids[i], float(sims[i])) for i in top]
 
+    def _ann_search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
+        q = np.asarray(vector, dtype=np.float32)
+        with self._lock:
+            rows = (self._table.search(q / (np.linalg.norm(q) or 1.0)).metric("cosine").nprobes(ANN_NPROBES)
+                    .refine_factor(ANN_REFINE).select(["id"]).limit(limit).to_arrow())
+        return [(cid, 1.0 - float(d)) for cid, d in zip(rows["id"].to_pylist(), rows["_distance"].to_pylist())]
+
     def _mirror(self):
         with self._lock:
             version = self._table.version
             stale = version != self._mirror_version
             if self._matrix is None or (stale and time.monotonic() - self._mirror_at > RELOAD_S):
+                if self._has_ann_index():  # another process built it: use it, hold no mirror
+                    self.ann = True
+                    return None, []
                 data = self._table.to_arrow().select(["id", "path", "vector"])
                 ids = data.column("id").to_pylist()
                 self._paths = np.asarray(data.column("path").to_pylist(), dtype=object)
@@ -141,13 +168,35 @@ class VectorIndex:
         """Drop every vector (the embedding model changed: old and new vectors do not compare)."""
         with self._lock:
             self._table = self._db.create_table(TABLE, schema=self._schema, mode="overwrite")
+            self.ann = False
             self._matrix, self._ids, self._mirror_version = None, [], None
             self._paths = np.asarray([], dtype=object)
 
     def optimize(self) -> None:
-        """Compact the versions written by many small upserts (safe to skip)."""
+        """Compact the versions written by many small upserts (and fold new rows into the ANN
+        index); build the ANN index when the table has grown past `ann_min_rows`. Safe to skip."""
         with self._lock:
             try:
                 self._table.optimize()
             except Exception as exc:  # optimisation is housekeeping, never a failure
                 log.debug("lance optimize skipped: %s", exc)
+            if not self.ann and self._table.count_rows() >= self.ann_min_rows:
+                self._build_ann()
+
+    def _build_ann(self) -> None:
+        from lancedb.index import IvfPq
+
+        rows = self._table.count_rows()
+        t0 = time.perf_counter()
+        try:
+            self._table.create_index("vector", config=IvfPq(distance_type="cosine",
+                                                            num_partitions=max(16, int(rows ** 0.5)),
+                                                            num_sub_vectors=self.dim // 8))
+        except Exception as exc:  # the exact mirror keeps answering
+            log.warning("could not build the vector index (%s); exact search continues", exc)
+            return
+        self.ann = True
+        self._matrix, self._ids, self._mirror_version = None, [], None
+        self._paths = np.asarray([], dtype=object)
+        return_freed_memory()
+        log.info("built an IVF_PQ vector index over %d rows in %.1f s", rows, time.perf_counter() - t0)

@@ -24,3 +24,18 @@ def test_search_is_exact_and_sees_writes_and_deletes_at_once(tmp_path):
     assert all(not h[0] in {"c2", "c7", "c12"} for h in index.search(vectors[2], 51))
     reopened = VectorIndex(tmp_path / "lance", 8)
     assert reopened.count() == index.count() and reopened.search(unit(99), 1)[0][0] == "new"
+
+
+def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_path):
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(1200, 384)).astype(np.float32)
+    index = VectorIndex(tmp_path / "lance", 384, ann_min_rows=1000)
+    index.upsert([f"c{i}" for i in range(1200)], [f"p{i % 50}.py" for i in range(1200)], vectors)
+    assert index.search(vectors[7], 3)[0][0] == "c7" and not index.ann  # exact mirror below the threshold
+    index.optimize()
+    assert index.ann and index._matrix is None
+    hits = index.search(vectors[7], 5)
+    assert hits[0][0] == "c7" and hits[0][1] > 0.99
+    index.delete_paths(["p7.py"])  # c7 lives in p7.py
+    assert "c7" not in {cid for cid, _ in index.search(vectors[7], 10)}
+    assert VectorIndex(tmp_path / "lance", 384, ann_min_rows=1000).ann  # a reopened table knows its index

@@ -51,6 +51,7 @@ def p50(samples: list[float]) -> float:
 
 def run_size(matrix: np.ndarray, queries: np.ndarray, k: int, nprobes: int, refine: int) -> dict:
     import lancedb
+    from lancedb.index import IvfPq
 
     out: dict = {"n": len(matrix)}
     truth = [exact_top(matrix, q, k) for q in queries]
@@ -78,8 +79,8 @@ def run_size(matrix: np.ndarray, queries: np.ndarray, k: int, nprobes: int, refi
         out["flat_ms"], out["flat_recall"] = lance(lambda q: table.search(q).metric("cosine"))
         partitions = max(16, int(np.sqrt(len(matrix))))
         t0 = time.perf_counter()
-        table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_PQ",
-                           num_partitions=partitions, num_sub_vectors=DIM // 8)
+        table.create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=partitions,
+                                                  num_sub_vectors=DIM // 8))
         out["build_s"] = time.perf_counter() - t0
         out["ivfpq_ms"], out["ivfpq_recall"] = lance(
             lambda q: table.search(q).metric("cosine").nprobes(nprobes).refine_factor(refine))
