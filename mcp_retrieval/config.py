@@ -2,7 +2,9 @@
 
 Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
 cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default, or `none` for lexical only),
-MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files).
+MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
+MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
+`indexers.embed`).
 """
 
 from __future__ import annotations
