@@ -1,7 +1,7 @@
 """Raw embedding throughput on real chunks, one configuration per process (so peak RSS is its own).
 
     python -m mcp_retrieval.bench embed_speed --index-db /path/to/index.db \\
-        [--n 800] [--batch 16] [--max-tokens 256] [--order sorted|shuffled] [--no-arena]
+        [--n 800] [--batch 16] [--max-tokens 256] [--order sorted|shuffled] [--no-arena] [--threads N]
 
 Reads `--n` source chunks (what the indexer embeds: header + text) from a built index, embeds
 them with the MiniLM int8 model through fastembed and prints chunks/s and peak RSS as JSON.
@@ -28,6 +28,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--max-tokens", type=int, default=256)
     ap.add_argument("--order", choices=["sorted", "shuffled"], default="sorted")
     ap.add_argument("--no-arena", action="store_true")
+    ap.add_argument("--threads", type=int, default=None, help="onnxruntime intra-op threads (default: all cores)")
     args = ap.parse_args(argv)
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
@@ -43,7 +44,7 @@ def main(argv: list[str]) -> int:
     TextEmbedding.add_custom_model(model=name, pooling=PoolingType.MEAN, normalization=True, dim=DIM,
                                    model_file="model.onnx", sources=ModelSource(hf=name))
     model = TextEmbedding(name, specific_model_path=str(folder), cache_dir=str(cache / "fe"), local_files_only=True,
-                          enable_cpu_mem_arena=not args.no_arena)
+                          enable_cpu_mem_arena=not args.no_arena, threads=args.threads)
     if args.order == "sorted":
         texts.sort(key=len)
     list(model.embed(texts[:32], batch_size=args.batch))  # warm up
@@ -51,6 +52,6 @@ def main(argv: list[str]) -> int:
     list(model.embed(texts, batch_size=args.batch))
     seconds = time.perf_counter() - t0
     print(json.dumps({"chunks": len(texts), "batch": args.batch, "max_tokens": args.max_tokens, "order": args.order,
-                      "arena": not args.no_arena, "chunks_per_s": round(len(texts) / seconds, 1),
+                      "arena": not args.no_arena, "threads": args.threads, "chunks_per_s": round(len(texts) / seconds, 1),
                       "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024}))
     return 0
