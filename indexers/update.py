@@ -31,7 +31,7 @@ from indexers.store import FileRecord, Store
 from indexers.symbols import extract
 from indexers.tokens import count_tokens
 from indexers.vectors import VectorIndex
-from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, file_sha256, read_source, walk
+from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, walk
 
 log = logging.getLogger(__name__)
 BATCH_FILES = 200

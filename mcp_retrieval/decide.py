@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from indexers.analysis import STOPWORDS, terms
-from mcp_retrieval.extract import Anchors
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 

@@ -2,7 +2,6 @@
 an index whose embedding model changed is re-embedded rather than mixed."""
 
 import numpy as np
-import pytest
 
 from indexers.embed import MODEL_ID, EmbeddingCache, HashEmbedder, model_id
 from indexers.update import Indexer

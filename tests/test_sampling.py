@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp_types import CreateMessageResult, ErrorData, TextContent
 
-from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner, SamplingReplyError, parse_reply
+from mcp_retrieval.sampling import SamplingAsk, SamplingPlanner, SamplingReplyError, parse_reply
 
 GOOD = json.dumps({"rewrite": "apply_discount percentage cart total", "sub_queries": ["discount percent"],
                    "filters": {"path_prefix": "src/shop"}, "is_ambiguous": False})
