@@ -92,3 +92,23 @@ def test_binding_off_loopback_without_a_token_is_refused(workspace, tmp_path):
     r = subprocess.run([sys.executable, "-m", "mcp_retrieval", "serve", "--root", str(workspace), "--transport",
                         "streamable-http", "--host", "0.0.0.0"], env=env, capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "auth-token" in r.stderr
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("transport", ["streamable-http", "sse"])
+def test_host_sampling_works_over_the_http_transports(workspace, tmp_path, transport):
+    from tests.test_sampling import GOOD, ScriptedHost
+
+    host = ScriptedHost(GOOD)
+    with serving(workspace, tmp_path, transport, "--understand", "sampling", "--understand-budget", "1") as port:
+        async def go():
+            target = f"http://127.0.0.1:{port}/mcp" if transport == "streamable-http" else \
+                sse_client(f"http://127.0.0.1:{port}/sse")
+            async with Client(target, sampling_callback=host) as client:
+                await client.call_tool("reindex", {})
+                for _ in range(2):  # the second is served from the cache
+                    r = await client.call_tool("packet", {"query": "where are discounts applied", "debug": True})
+                    assert r.structured_content["debug"]["rewrite"]["rewrite"] == "apply_discount percentage cart total"
+                assert len(host.asked) == 1
+
+        anyio.run(go)
