@@ -126,35 +126,51 @@ class Retriever:
         return hits, files
 
     def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
-        """Chunks defining names the question uses, rare names first."""
-        scored: dict[str, float] = {}
+        """Chunks defining names the question uses, rare names first (a handful of SQL queries
+        per question, whatever its length)."""
+        credits: list[tuple[str, int, float]] = []  # (path, definition line, weight)
         for dotted in anchors.dotted:
             parts = dotted.split(".")
             for size in (2, 3):
                 if len(parts) >= size:
                     qual = ".".join(parts[-size:])
-                    for row in self.store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR "
-                                                "qualname LIKE ? LIMIT 5", (qual, "%." + qual)):
-                        self._credit(scored, row, 3.0)
-        for name, mentions in anchors.identifiers.most_common(40):
-            rows = self.store.query("SELECT path, start_line FROM symbols WHERE name=? AND kind!='file' LIMIT ?",
-                                    (name, MAX_SYMBOL_DEFS + 1))
-            if not rows or len(rows) > MAX_SYMBOL_DEFS:
-                continue
-            weight = min(mentions, 4) / len(rows) ** 0.5
-            for row in rows:
-                self._credit(scored, row, weight)
-        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+                    for path, line in self.store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR "
+                                                       "qualname LIKE ? LIMIT 5", (qual, "%." + qual)):
+                        credits.append((path, line, 3.0))
+        mentions = dict(anchors.identifiers.most_common(40))
+        if mentions:
+            marks = ",".join("?" * len(mentions))
+            counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "
+                                           "GROUP BY name", list(mentions)))
+            rare = [n for n in mentions if 0 < counts.get(n, 0) <= MAX_SYMBOL_DEFS]
+            if rare:
+                for name, path, line in self.store.query(
+                        f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
+                        f"({','.join('?' * len(rare))})", rare):
+                    credits.append((path, line, min(mentions[name], 4) / counts[name] ** 0.5))
+        return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def _credit(self, scored: dict[str, float], row: tuple, weight: float) -> None:
-        path, line = row
-        hit = self.store.query("SELECT id FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
-                               "ORDER BY start_line DESC LIMIT 1", (path, line, line))
-        if not hit:  # the definition's first line may sit in a merged neighbour or a header piece
-            hit = self.store.query("SELECT id FROM chunks WHERE path=? AND start_line>=? ORDER BY start_line LIMIT 1",
-                                   (path, line))
-        if hit:
-            scored[hit[0][0]] = scored.get(hit[0][0], 0.0) + weight
+    def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
+        """Each definition's weight goes to the chunk holding its first line (the innermost,
+        i.e. latest-starting, one), else to the next chunk of the file: the line may sit in a
+        merged neighbour or a header piece."""
+        paths = sorted({path for path, _, _ in credits})
+        spans: dict[str, list[tuple[int, int, str]]] = {}
+        for i in range(0, len(paths), 500):
+            part = paths[i: i + 500]
+            for cid, path, start, end in self.store.query(
+                    f"SELECT id, path, start_line, end_line FROM chunks WHERE path IN ({','.join('?' * len(part))})",
+                    part):
+                spans.setdefault(path, []).append((start, end, cid))
+        scored: dict[str, float] = {}
+        for path, line, weight in credits:
+            chunks = spans.get(path, [])
+            holding = [c for c in chunks if c[0] <= line <= c[1]]
+            after = [c for c in chunks if c[0] >= line]
+            best = max(holding) if holding else min(after) if after else None
+            if best is not None:
+                scored[best[2]] = scored.get(best[2], 0.0) + weight
+        return scored
 
 
 def query_pieces(text: str) -> list[str]:
