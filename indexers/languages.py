@@ -1,4 +1,5 @@
-"""File extension -> language, and tree-sitter grammars from their per-language wheels.
+"""What a path is: file extension -> language, test file or not; and tree-sitter grammars from
+their per-language wheels.
 
 Grammars come compiled inside `tree-sitter-<lang>` wheels, so nothing is fetched at run time.
 A grammar that fails to load degrades that language to line windows (reported once on stderr).
@@ -9,11 +10,20 @@ from __future__ import annotations
 import functools
 import importlib
 import logging
+import re
 from pathlib import PurePosixPath
 
 from tree_sitter import Language, Parser
 
 log = logging.getLogger(__name__)
+
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
+                        r"[^/]*\.(test|spec)\.\w+)$")
+
+
+def is_test_path(path: str) -> bool:
+    """Tests are embedded after code and ranked after it unless the question is about tests."""
+    return bool(_TEST_PATH.search(path))
 
 EXTENSIONS: dict[str, str] = {
     ".py": "python", ".pyi": "python",

@@ -8,7 +8,6 @@ written last, so a crash leaves the file looking unindexed and the next run redo
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import threading
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexers.chunk import Chunk
+from indexers.languages import is_test_path
 
 SCHEMA_VERSION = 2
 
@@ -236,14 +236,6 @@ class Store:
             last = rows[-1][0]
             for row in rows:
                 yield row[1:]
-
-
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|spec)(/|$)|(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|"
-                        r"[^/]*\.(test|spec)\.\w+)$")
-
-
-def is_test_path(path: str) -> bool:
-    return bool(_TEST_PATH.search(path))
 
 
 def embed_priority(chunk: Chunk) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexers.store import is_test_path
+from indexers.languages import is_test_path
 from mcp_retrieval.retrieve import Candidate
 
 log = logging.getLogger(__name__)
