@@ -3,7 +3,9 @@
 Keyed by the hash of the session id (so a huge id costs nothing) and by chunk content sha256
 (so a chunk whose content changed is delivered again in full). Bounded: an LRU of at most
 `max_sessions` sessions, each expiring `ttl_s` after its last use and remembering at most
-`MAX_PER_SESSION` chunks. Optionally persisted to the index directory across restarts.
+`MAX_PER_SESSION` chunks. Optionally persisted to the index directory across restarts: on a
+clean shutdown, and at most every `save_every_s` after a delivery, so a server its host kills
+(hosts stop stdio servers abruptly) loses at most that much of its register.
 """
 
 from __future__ import annotations
@@ -26,10 +28,13 @@ def _key(session_id: str) -> str:
 
 
 class SessionRegister:
-    def __init__(self, *, max_sessions: int = 1000, ttl_s: float = 6 * 3600, persist_path: Path | None = None):
+    def __init__(self, *, max_sessions: int = 1000, ttl_s: float = 6 * 3600, persist_path: Path | None = None,
+                 save_every_s: float = 10.0):
         self.max_sessions = max_sessions
         self.ttl_s = ttl_s
         self.persist_path = persist_path
+        self.save_every_s = save_every_s
+        self._saved_at = time.monotonic()
         self._sessions: OrderedDict[str, tuple[float, OrderedDict[str, None]]] = OrderedDict()
         self._lock = threading.Lock()
         self._load()
@@ -50,6 +55,8 @@ class SessionRegister:
                 seen.move_to_end(sha)
             while len(seen) > MAX_PER_SESSION:
                 seen.popitem(last=False)
+        if self.persist_path is not None and time.monotonic() - self._saved_at >= self.save_every_s:
+            self.save()
 
     def __len__(self) -> int:
         with self._lock:
@@ -76,7 +83,8 @@ class SessionRegister:
             return
         with self._lock:
             data = {k: [t, list(seen)] for k, (t, seen) in self._sessions.items()}
-        tmp = self.persist_path.with_suffix(".tmp")
+            self._saved_at = time.monotonic()
+        tmp = self.persist_path.with_suffix(f".{threading.get_ident()}.tmp")  # two savers never share one
         try:
             tmp.write_text(json.dumps(data))
             os.replace(tmp, self.persist_path)  # atomic: a crash leaves the old file

@@ -59,3 +59,13 @@ def test_concurrent_calls_in_one_session_are_safe():
     for t in threads:
         t.join()
     assert len(reg.delivered("shared")) == 1600
+
+
+def test_a_killed_server_keeps_what_it_saved_during_the_run(tmp_path):
+    path = tmp_path / "sessions.json"
+    reg = SessionRegister(persist_path=path, save_every_s=0)  # no clean shutdown follows
+    reg.record("s", ["c1", "c2"])
+    assert SessionRegister(persist_path=path).delivered("s") == {"c1", "c2"}
+    lazy = SessionRegister(persist_path=tmp_path / "lazy.json", save_every_s=3600)
+    lazy.record("s", ["c3"])
+    assert not (tmp_path / "lazy.json").exists()  # within the interval nothing is written
