@@ -9,7 +9,7 @@ scores structurally connected definitions; the best ones not already in the head
 
 from __future__ import annotations
 
-from collections import defaultdict
+import numpy as np
 
 from indexers.graph import CodeGraph
 
@@ -37,30 +37,38 @@ def neighbourhood(graph: CodeGraph, seeds: list[int], hops: int) -> set[int]:
 
 
 def personalized_pagerank(graph: CodeGraph, seeds: dict[int, float], hops: int = 2) -> dict[int, float]:
-    """PPR restricted to the seeds' neighbourhood; edges are walked both ways, inverse-degree damped."""
+    """PPR restricted to the seeds' neighbourhood; edges are walked both ways, inverse-degree damped.
+
+    The transition is built once as edge arrays and each iteration is one `np.bincount`: sympy's
+    neighbourhoods reach 4-12k nodes, where a dict-of-lists walk cost ~110 ms p50 a query."""
     if not seeds:
         return {}
-    nodes = neighbourhood(graph, list(seeds), hops)
+    order = list(neighbourhood(graph, list(seeds), hops))
+    pos = {n: i for i, n in enumerate(order)}
+    src: list[int] = []
+    dst: list[int] = []
+    share: list[float] = []
+    for i, node in enumerate(order):
+        out_edges, in_edges = graph.out.get(node, ()), graph.inc.get(node, ())
+        steps = [(pos[t], EDGE_WEIGHTS.get(typ, 0.3)) for t, typ in out_edges if t in pos]
+        steps += [(pos[s], EDGE_WEIGHTS.get(typ, 0.3) * 0.7) for s, typ in in_edges if s in pos]
+        weight = sum(w for _, w in steps)
+        if not weight:
+            continue
+        damp = 1.0 / (1.0 + max(0, len(out_edges) + len(in_edges) - 20) / 20)  # hubs pass on less
+        for j, w in steps:
+            src.append(i)
+            dst.append(j)
+            share.append(damp * w / weight)
+    src_a, dst_a, share_a = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(share)
     total = sum(seeds.values())
-    restart = {n: w / total for n, w in seeds.items()}
-    links: dict[int, list[tuple[int, float]]] = defaultdict(list)
-    for node in nodes:
-        out = [(t, EDGE_WEIGHTS.get(typ, 0.3)) for t, typ in graph.out.get(node, ()) if t in nodes]
-        out += [(s, EDGE_WEIGHTS.get(typ, 0.3) * 0.7) for s, typ in graph.inc.get(node, ()) if s in nodes]
-        weight = sum(w for _, w in out)
-        degree = len(graph.out.get(node, ())) + len(graph.inc.get(node, ()))
-        damp = 1.0 / (1.0 + max(0, degree - 20) / 20)  # hubs pass on less
-        links[node] = [(t, damp * w / weight) for t, w in out] if weight else []
-    rank = dict(restart)
+    restart = np.zeros(len(order))
+    for n, w in seeds.items():
+        restart[pos[n]] = w / total
+    rank = restart.copy()
     for _ in range(ITERATIONS):
-        nxt: dict[int, float] = defaultdict(float)
-        for n, r in restart.items():
-            nxt[n] += ALPHA * r
-        for node, mass in rank.items():
-            for t, share in links.get(node, ()):
-                nxt[t] += (1 - ALPHA) * mass * share
-        rank = nxt
-    return dict(rank)
+        rank = ALPHA * restart + (1 - ALPHA) * np.bincount(dst_a, weights=rank[src_a] * share_a, minlength=len(order))
+    return {order[i]: float(rank[i]) for i in np.flatnonzero(rank)}
 
 
 def expand(graph: CodeGraph, seeds: dict[int, float], exclude: set[int], cap: int, hops: int = 2) -> list[tuple[int, float]]:
