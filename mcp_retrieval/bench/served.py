@@ -7,7 +7,8 @@ Reports (JSON): seconds until the first `know` answer (lexical first; possibly f
 batches of files), until the lexical index is complete (`state` leaves `indexing`), until every chunk has a
 vector (`vectors_pending` 0), the server's peak RSS while indexing, its RSS when idle after the
 backlog and its peak while answering, and `packet`/`context` p50/p95 as the client sees them
-(JSON-RPC over a pipe included). Index and embedding cache start empty (cold) in `--work`.
+(JSON-RPC over a pipe included), and the time for one edited file to become searchable through
+`reindex`. Index and embedding cache start empty (cold) in `--work`.
 """
 
 from __future__ import annotations
@@ -115,9 +116,34 @@ async def run(root: Path, work: Path, queries: list[str] | None, probe: str, tim
                     report.setdefault("errors", []).append(r.content[0].text[:200])
             report[f"{tool}_ms"] = percentiles(times)
         report["peak_rss_answering_mb"] = rss.peak(since=answering)
+        report["one_file_update"] = await _one_file_update(client, root)
     rss.stop()
     report["queries"] = len(queries)
     return report
+
+
+async def _one_file_update(client, root: Path) -> dict:
+    """Append a new function to a large Python file (the largest under 200 KB; files over 1 MB
+    are not indexed), `reindex` just that path, and time until `packet` finds the new name (then
+    put the file back)."""
+    target = max(root.rglob("*.py"), key=lambda p: p.stat().st_size
+                 if ".git" not in p.parts and p.stat().st_size < 200_000 else 0)
+    rel = target.relative_to(root).as_posix()
+    original = target.read_bytes()
+    name = f"mcp_retrieval_probe_{int(time.time())}"
+    try:
+        target.write_bytes(original + f"\n\ndef {name}():\n    return 42\n".encode())
+        t0 = time.perf_counter()
+        await client.call_tool("reindex", {"paths": [rel]})
+        reindexed = (time.perf_counter() - t0) * 1000
+        r = await client.call_tool("packet", {"query": name})
+        found = bool(r.structured_content["items"]) and r.structured_content["items"][0]["path"] == rel
+        searchable = (time.perf_counter() - t0) * 1000
+    finally:
+        target.write_bytes(original)
+        await client.call_tool("reindex", {"paths": [rel]})
+    return {"file": rel, "bytes": len(original), "reindex_ms": round(reindexed), "searchable_ms": round(searchable),
+            "found": found}
 
 
 def main(argv: list[str]) -> int:
