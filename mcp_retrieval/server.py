@@ -89,46 +89,63 @@ def host_understanding(planner: SamplingPlanner):
     query when sampling is on, offered, and within budget. On the 2026-07-28 protocol it returns
     a `Sample` marker (the SDK sends it inside an InputRequiredResult and the client retries with
     the answer); on older protocols it sends `sampling/createMessage` itself, bounded by
-    `planner.timeout_s`, so a host that never answers delays the call by at most that long."""
+    `planner.timeout_s`, so a host that never answers delays the call by at most that long.
+    Understanding is optional: whatever goes wrong here, the call goes on with the raw query."""
 
     async def understand_query(query: str, ctx: Context) -> Sample | HostOutcome:
+        if not planner.enabled:
+            return HostOutcome("skipped", "off")
         try:
-            text, _ = check_query(query)
-        except BadRequest:
-            return HostOutcome("skipped", "off: the query is rejected below")
-        if planner.enabled and classify(text).name in ("identifier", "path"):
-            return HostOutcome("skipped", "not_needed: an exact identifier or path needs no rewrite")
-        caps = ctx.client_capabilities
-        modern = ctx.protocol_version is not None and is_version_at_least(ctx.protocol_version, INPUT_REQUIRED_VERSION)
-        plan = planner.plan(text, client_can_sample=caps is not None and caps.sampling is not None,
-                            retry=modern and (ctx.request_state is not None or bool(ctx.input_responses)))
-        if isinstance(plan, HostOutcome):
-            return plan
-        if modern:
-            return _sample(plan)
-        t0 = time.perf_counter()
-        try:
-            with anyio.fail_after(planner.timeout_s):
-                result = await ctx.session.send_request(
-                    CreateMessageRequest(params=_sample(plan).params), CreateMessageResult,
-                    request_read_timeout_seconds=planner.timeout_s,
-                    metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
-        except TimeoutError:
-            return planner.settle(text, None, f"no reply within {planner.timeout_s:.0f} s",
-                                  ms=(time.perf_counter() - t0) * 1000)
-        except Exception as exc:  # refused, malformed, disconnected: the raw query serves
-            return planner.settle(text, None, f"host sampling failed ({type(exc).__name__})",
-                                  ms=(time.perf_counter() - t0) * 1000)
-        return planner.settle(text, _reply_text(result), ms=(time.perf_counter() - t0) * 1000)
+            return await _understand(planner, query, ctx)
+        except Exception as exc:
+            log.warning("query understanding failed (%s); the raw query is used", exc)
+            return HostOutcome("error", f"understanding failed ({type(exc).__name__}); raw query used")
 
     return understand_query
+
+
+async def _understand(planner: SamplingPlanner, query: str, ctx: Context) -> Sample | HostOutcome:
+    try:
+        text, _ = check_query(query)
+    except BadRequest:
+        return HostOutcome("skipped", "off: the query is rejected below")
+    if classify(text).name in ("identifier", "path"):
+        return HostOutcome("skipped", "not_needed: an exact identifier or path needs no rewrite")
+    caps = ctx.client_capabilities
+    modern = ctx.protocol_version is not None and is_version_at_least(ctx.protocol_version, INPUT_REQUIRED_VERSION)
+    plan = planner.plan(text, client_can_sample=caps is not None and caps.sampling is not None,
+                        retry=modern and (ctx.request_state is not None or bool(ctx.input_responses)))
+    if isinstance(plan, HostOutcome):
+        return plan
+    return _sample(plan) if modern else await _ask_mid_call(planner, text, plan, ctx)
+
+
+async def _ask_mid_call(planner: SamplingPlanner, text: str, ask: SamplingAsk, ctx: Context) -> HostOutcome:
+    """Older protocols: a server-to-client request inside the tool call, bounded in time."""
+    t0 = time.perf_counter()
+    try:
+        with anyio.fail_after(planner.timeout_s):
+            result = await ctx.session.send_request(
+                CreateMessageRequest(params=_sample(ask).params), CreateMessageResult,
+                request_read_timeout_seconds=planner.timeout_s,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id))
+    except TimeoutError:
+        return planner.settle(text, None, f"no reply within {planner.timeout_s:.0f} s",
+                              ms=(time.perf_counter() - t0) * 1000)
+    except Exception as exc:  # refused, malformed, disconnected: the raw query serves
+        return planner.settle(text, None, f"host sampling failed ({type(exc).__name__})",
+                              ms=(time.perf_counter() - t0) * 1000)
+    return planner.settle(text, _reply_text(result), ms=(time.perf_counter() - t0) * 1000)
 
 
 def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any) -> HostOutcome:
     """The resolver's outcome; a `CreateMessageResult` injected by the SDK (modern protocol) is settled here."""
     if isinstance(resolved, CreateMessageResult):
-        return planner.settle(check_query(query)[0], _reply_text(resolved))
-    return resolved if isinstance(resolved, HostOutcome) else HostOutcome("error", "no understanding outcome")
+        try:
+            return planner.settle(check_query(query)[0], _reply_text(resolved))
+        except Exception as exc:  # never fail the call over the optional stage
+            return HostOutcome("error", f"understanding failed ({type(exc).__name__}); raw query used")
+    return resolved if isinstance(resolved, HostOutcome) else HostOutcome("skipped", "off")
 
 
 def render_context(r: ContextResult) -> str:
