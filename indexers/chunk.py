@@ -31,6 +31,7 @@ class Chunk:
     language: str
     header: str
     text: str
+    generated: bool = False  # the file says it is generated: its vectors come last
 
     @property
     def sha256(self) -> str:

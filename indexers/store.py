@@ -18,6 +18,8 @@ from pathlib import Path
 from indexers.chunk import Chunk
 from indexers.languages import is_test_path
 
+PRIORITY_LAST = 3  # embed order: 0 code, 1 tests, 2 prose, 3 generated (see `embed_priority`)
+
 SCHEMA_VERSION = 2
 
 _DDL = """
@@ -177,8 +179,8 @@ class Store:
                 out.extend(r[0] for r in self._db.execute("SELECT id FROM chunks WHERE path=?", (p,)))
         return out
 
-    def pending_chunks(self, limit: int, max_priority: int = 2) -> list[StoredChunk]:
-        """Chunks without vectors, code first, then tests, then prose (see `embed_priority`)."""
+    def pending_chunks(self, limit: int, max_priority: int = PRIORITY_LAST) -> list[StoredChunk]:
+        """Chunks without vectors, code first, then tests, prose, generated (see `embed_priority`)."""
         with self._lock:
             rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE embedded=0 AND priority<=? "
                                     "ORDER BY priority LIMIT ?", (max_priority, limit)).fetchall()
@@ -239,7 +241,10 @@ class Store:
 
 
 def embed_priority(chunk: Chunk) -> int:
-    """0: source code, 1: tests, 2: prose and unparsed text — the order vectors fill in."""
+    """0: source code, 1: tests, 2: prose and unparsed text, 3: generated files — the order
+    vectors fill in (generated code is searchable lexically at once; its vectors wait)."""
+    if chunk.generated:
+        return PRIORITY_LAST
     if chunk.kind in ("section", "window"):
         return 2
     return 1 if is_test_path(chunk.path) else 0

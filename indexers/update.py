@@ -19,15 +19,15 @@ import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from indexers.chunk import Chunk, chunk_file, parse
 from indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
-from indexers.languages import language_for
+from indexers.languages import language_for, looks_generated
 from indexers.lexical import LexicalIndex
 from indexers.memory import return_freed_memory
-from indexers.store import FileRecord, Store
+from indexers.store import PRIORITY_LAST, FileRecord, Store
 from indexers.symbols import extract
 from indexers.tokens import count_tokens
 from indexers.vectors import VectorIndex
@@ -165,6 +165,8 @@ class Indexer:
             language = language_for(entry.path)
             tree = parse(text, language)
             chunks = chunk_file(entry.path, text, language, tree)
+            if chunks and looks_generated(text):
+                chunks = [replace(c, generated=True) for c in chunks]
             timings["parse_chunk"] += _ms(t0)
             t0 = time.perf_counter()
             graph = extract(entry.path, language, tree) if tree is not None else None
@@ -205,10 +207,10 @@ class Indexer:
 
     # --- vectors, behind ------------------------------------------------------------------
     def embed_pending(self, *, should_stop: Callable[[], bool] | None = None, progress: Progress | None = None,
-                      max_priority: int = 2, max_batches: int | None = None) -> tuple[int, int]:
-        """Embed chunks without vectors (cache first), code before tests before prose.
+                      max_priority: int = PRIORITY_LAST, max_batches: int | None = None) -> tuple[int, int]:
+        """Embed chunks without vectors (cache first): code, then tests, prose, generated files.
 
-        `max_priority` < 2 leaves the later classes pending (the benchmark's code-only mode).
+        A lower `max_priority` leaves the later classes pending (the benchmark's code-only mode).
         Returns (embedded, reused)."""
         if self.embedder is None or self.vectors is None or self.cache is None:
             return 0, 0

@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 
@@ -93,7 +94,7 @@ def main(argv: list[str]) -> int:
         report["first_lexical_answer_s"] = round(time.perf_counter() - t0, 1)
         report["first_answer_state"] = first.index.state
         t1 = time.perf_counter()
-        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.code_only else 2)
+        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.code_only else PRIORITY_LAST)
         embed_s = time.perf_counter() - t1
     counts = engine.store.counts()
     report["index"] = {"files": counts["files"], "chunks": counts["chunks"], "symbols": counts["symbols"],

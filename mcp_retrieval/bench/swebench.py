@@ -24,6 +24,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from indexers.store import PRIORITY_LAST
 from mcp_retrieval.bench.checkout import checkout
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
@@ -125,7 +126,7 @@ def main(argv: list[str]) -> int:
         engine, file_bm25 = engines[repo]
         t0 = time.perf_counter()
         engine.indexer.sync()
-        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else 2)
+        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else PRIORITY_LAST)
         file_bm25.sync(tree, engine.store.all_paths())
         engine.graph(wait=True)
         index_s = time.perf_counter() - t0
