@@ -120,6 +120,8 @@ class VectorIndex:
         if self.ann:
             return self._ann_search(vector, limit)
         matrix, ids = self._mirror()
+        if self.ann:  # the mirror's reload found an index another process built
+            return self._ann_search(vector, limit)
         if matrix is None or not len(ids):
             return []
         q = np.asarray(vector, dtype=np.float32)
