@@ -33,9 +33,6 @@ PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|announce|changelog|\.github)(/|$)", re.I)
 Z_TIERS = ("lexical", "dense")
-# Lines of an import list or re-export block: `from x import (`, `    Name,`, `__all__ = [`, `"name",`.
-_IMPORTISH = re.compile(r"^(from\s+[\w.]+\s+import\b.*|import\s+[\w.].*|export\s+(\*|\{|type\s).*\bfrom\b.*|"
-                        r"__all__\s*[=+].*|[\w.'\"]+\s*,?\s*[)\]]?\s*,?|[)\]]\s*,?)$")
 
 
 @dataclass
@@ -67,7 +64,6 @@ class RerankWeights:
     prose_factor_bug_report: float = 0.35
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
-    reexport_factor: float = 0.6
 
 
 def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
@@ -85,18 +81,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         why.append("test file, ranked after code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
-    if c.chunk.kind == "module" and c.chunk.path not in s.anchored_files and is_reexport_block(c.chunk.text):
-        factor *= w.reexport_factor
-        why.append("import/re-export list, ranked after definitions")
     return factor, why
-
-
-def is_reexport_block(text: str) -> bool:
-    """Module-level code that is mostly an import list or `__all__` (a package's `__init__.py`):
-    it names everything, so it matches many questions, and it is rarely what answers them."""
-    lines = [line.strip() for line in text.splitlines()]
-    lines = [line for line in lines if line and not line.startswith(("#", '"""', "'''"))]
-    return len(lines) >= 5 and sum(bool(_IMPORTISH.match(line)) for line in lines) >= 0.6 * len(lines)
 
 
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
