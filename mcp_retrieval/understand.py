@@ -57,7 +57,8 @@ def with_host(base: Understanding, query: str, host: HostRewrite) -> Understandi
     return Understanding(retrieval_query=expanded.retrieval_query,
                          sub_queries=base.sub_queries if base.source == "agent" else host.sub_queries,
                          expansions=list(dict.fromkeys(base.expansions + expanded.expansions)),
-                         source=f"{base.source}+sampling", rewrite=host.rewrite, path_prefix=host.path_prefix,
+                         source="sampling" if base.source == "none" else f"{base.source}+sampling",
+                         rewrite=host.rewrite, path_prefix=host.path_prefix,
                          is_ambiguous=host.is_ambiguous, step_back=host.step_back)
 
 

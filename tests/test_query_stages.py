@@ -44,3 +44,15 @@ def test_understanding_uses_agent_sub_queries_else_splits_clear_conjunctions():
     u = deterministic("why does getHTTPResponse fail", None)
     assert "get http response" in u.expansions
     assert deterministic("plain words only", None).source == "none"
+
+
+def test_a_host_rewrite_is_searched_beside_the_question_and_the_agents_facets_win():
+    from mcp_retrieval.sampling import HostRewrite
+    from mcp_retrieval.understand import with_host
+
+    host = HostRewrite("apply_discount cart total", sub_queries=["host facet"], path_prefix="src/shop")
+    mine = with_host(deterministic("how are prices reduced", ["my facet"]), "how are prices reduced", host)
+    assert mine.sub_queries == ["my facet"] and mine.more_lexical_queries == ["apply_discount cart total", "my facet"]
+    assert "apply discount" in mine.expansions and mine.path_prefix == "src/shop"
+    theirs = with_host(deterministic("how are prices reduced", None), "how are prices reduced", host)
+    assert theirs.sub_queries == ["host facet"] and theirs.source == "sampling"
