@@ -20,3 +20,13 @@ def return_freed_memory() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to trim
         pass
+
+
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """glibc gives each thread that allocates its own heap arena (up to 8 per core); a server's
+    worker threads then keep freed memory scattered over many of them. Two arenas is what
+    `MALLOC_ARENA_MAX=2` would set; call before the threads start."""
+    try:
+        ctypes.CDLL("libc.so.6").mallopt(-8, arenas)  # M_ARENA_MAX
+    except (OSError, AttributeError):
+        pass

@@ -14,6 +14,7 @@ log = logging.getLogger("mcp_retrieval")
 
 
 def serve(config: Config, args) -> int:
+    from indexers.memory import limit_malloc_arenas
     from indexers.watch import Watcher
     from mcp_retrieval.engine import Engine
     from mcp_retrieval.server import LOOPBACK, build_server, http_app
@@ -26,6 +27,7 @@ def serve(config: Config, args) -> int:
             return 2
         print(f"mcp-retrieval: WARNING: serving on {args.host}, reachable from other machines; "
               "requests need the bearer token", file=sys.stderr)
+    limit_malloc_arenas()
     config.understand, config.understand_budget = args.understand, args.understand_budget
     config.understand_timeout_s = max(0.1, args.understand_timeout)
     engine = Engine(config)
