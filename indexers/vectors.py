@@ -33,6 +33,11 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def _unit_rows(matrix: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
 class VectorIndex:
     def __init__(self, directory: Path, dim: int, ann_min_rows: int = ANN_MIN_ROWS):
         import lancedb
@@ -46,11 +51,8 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._table = self._open()
         self.ann = self._has_ann_index()
-        self._matrix: np.ndarray | None = None
-        self._ids: list[str] = []
-        self._paths = np.asarray([], dtype=object)
-        self._mirror_version: int | None = None
         self._mirror_at = 0.0
+        self._drop_mirror()
 
     def _open(self):
         try:
@@ -88,8 +90,7 @@ class VectorIndex:
         """Keep the in-memory mirror current with this process's own writes (no reload needed)."""
         if self._matrix is None:
             return
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors = vectors / np.where(norms == 0, 1.0, norms)
+        vectors = _unit_rows(vectors)
         position = {cid: n for n, cid in enumerate(self._ids)}
         fresh = [n for n, cid in enumerate(ids) if cid not in position]
         for n, cid in enumerate(ids):
@@ -101,6 +102,12 @@ class VectorIndex:
             self._paths = np.concatenate([self._paths, np.asarray([paths[n] for n in fresh], dtype=object)])
         self._mirror_version = self._table.version
 
+    def _drop_mirror(self) -> None:
+        self._matrix: np.ndarray | None = None
+        self._ids: list[str] = []
+        self._paths = np.asarray([], dtype=object)
+        self._mirror_version: int | None = None
+
     def _has_ann_index(self) -> bool:
         try:
             return any("vector" in idx.columns for idx in self._table.list_indices())
@@ -111,16 +118,13 @@ class VectorIndex:
         """(chunk id, cosine similarity), best first: exact search over an in-memory mirror, or
         the IVF_PQ index once the table has one (see the module docstring).
 
-        A flat LanceDB query pays ~10 ms of planning and Arrow-to-Python conversion per call
-        whatever the table size (and ~240 ms at 100k rows); one BLAS matrix-vector product over
-        a float32 mirror is exact and a few ms. The mirror reloads when the table's version moves,
-        at most every RELOAD_S while another process writes; this process's own upserts and deletes
-        update the mirror in place.
+        A flat LanceDB query scans the table's files on every call (6.5 ms at 10k rows, 128 ms at
+        100k); one BLAS matrix-vector product over a float32 mirror is exact and 0.1-3.3 ms. The
+        mirror reloads when the table's version moves, at most every RELOAD_S while another process
+        writes; this process's own upserts and deletes update the mirror in place.
         """
-        if self.ann:
-            return self._ann_search(vector, limit)
-        matrix, ids = self._mirror()
-        if self.ann:  # the mirror's reload found an index another process built
+        matrix, ids = (None, []) if self.ann else self._mirror()
+        if self.ann:  # built here, or found by the mirror's reload (another process built it)
             return self._ann_search(vector, limit)
         if matrix is None or not len(ids):
             return []
@@ -153,8 +157,7 @@ class VectorIndex:
                 flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
                 matrix = np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim) if ids else \
                     np.zeros((0, self.dim), dtype=np.float32)
-                norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-                self._matrix = matrix / np.where(norms == 0, 1.0, norms)
+                self._matrix = _unit_rows(matrix)
                 self._ids = ids
                 self._mirror_version, self._mirror_at = version, time.monotonic()
                 del data, flat, matrix
@@ -171,8 +174,7 @@ class VectorIndex:
         with self._lock:
             self._table = self._db.create_table(TABLE, schema=self._schema, mode="overwrite")
             self.ann = False
-            self._matrix, self._ids, self._mirror_version = None, [], None
-            self._paths = np.asarray([], dtype=object)
+            self._drop_mirror()
 
     def optimize(self) -> None:
         """Compact the versions written by many small upserts (and fold new rows into the ANN
@@ -198,7 +200,6 @@ class VectorIndex:
             log.warning("could not build the vector index (%s); exact search continues", exc)
             return
         self.ann = True
-        self._matrix, self._ids, self._mirror_version = None, [], None
-        self._paths = np.asarray([], dtype=object)
+        self._drop_mirror()
         return_freed_memory()
         log.info("built an IVF_PQ vector index over %d rows in %.1f s", rows, time.perf_counter() - t0)

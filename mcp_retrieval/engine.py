@@ -213,6 +213,12 @@ class Engine:
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
                     path_prefix=path_prefix, host=host, stages=stages, graph=graph)
 
+    @staticmethod
+    def evidence(query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
+        """What `know`/`miss` is decided on (also read by `bench calibrate`)."""
+        return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
+                             ranked.understanding.more_lexical_queries)
+
     def _vectors_complete(self) -> bool:
         return self.store.counts()["vectors_pending"] == 0
 
@@ -243,9 +249,8 @@ class Engine:
         with stages.run("freshness") as st:
             candidates, dropped = self.freshness.refresh(ranked.candidates, self.pending_paths)
             st["detail"] = f"{dropped} stale dropped" if dropped else "all fresh"
-        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
-                                             ranked.understanding.more_lexical_queries),
-                                ranked.has_vectors, self._vectors_complete()) if candidates else \
+        outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
+                                self._vectors_complete()) if candidates else \
             Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
         placed: list[assemble.Placed] = []
         with stages.run("assemble") as st:
@@ -286,9 +291,8 @@ class Engine:
         ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet,
                             host=host)
         candidates = ranked.candidates
-        outcome = decide.decide(decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
-                                             ranked.understanding.more_lexical_queries),
-                                ranked.has_vectors, self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
+        outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
+                                self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
         items: list[PacketItem] = []
         if not isinstance(outcome, Miss):
             with stages.run("freshness") as st:

@@ -104,7 +104,7 @@ def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutc
     decided (`skipped` with off | no_sampling | budget | cached, `done`, or `error`)."""
     with stages.run("decompose") as st:
         understanding = deterministic(query, sub_queries) if decompose else \
-            Understanding(query, list(sub_queries or []), source="agent" if sub_queries else "none")
+            Understanding(query, list(sub_queries or []), source="agent" if sub_queries else "none", question=query)
         st["status"] = "skipped" if understanding.source == "none" else "done"
         st["detail"] = "nothing to split or expand" if understanding.source == "none" else \
             f"{understanding.source}: {len(understanding.sub_queries)} sub-queries, " \

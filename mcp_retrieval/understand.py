@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from indexers.analysis import split_identifier
-from mcp_retrieval.sampling import HostRewrite
+from mcp_retrieval.sampling import HostRewrite, normalise
 
 MAX_SUB_QUERIES = 3
 _CONJUNCTION = re.compile(r"\s*(?:;|\band also\b|\bas well as\b|\band how\b|\band where\b|\band what\b|\band why\b)\s*",
@@ -31,6 +31,7 @@ class Understanding:
     is_ambiguous: bool | None = None
     step_back: bool = False
     sampling: dict | None = None  # {"status", "reason"} of the host-sampling stage
+    question: str = ""  # the question as asked
 
     def as_dict(self) -> dict:
         out = {"query": self.retrieval_query[:300], "sub_queries": self.sub_queries,
@@ -44,8 +45,9 @@ class Understanding:
 
     @property
     def more_lexical_queries(self) -> list[str]:
-        """Searched lexically beside the original question: the host's rewrite, every facet."""
-        extra = [self.rewrite] if self.rewrite and self.rewrite != self.retrieval_query else []
+        """Searched lexically beside the original question: the host's rewrite (unless it only
+        repeats the question), every facet."""
+        extra = [self.rewrite] if self.rewrite and normalise(self.rewrite) != normalise(self.question) else []
         return [*extra, *self.sub_queries]
 
 
@@ -59,7 +61,7 @@ def with_host(base: Understanding, query: str, host: HostRewrite) -> Understandi
                          expansions=list(dict.fromkeys(base.expansions + expanded.expansions)),
                          source="sampling" if base.source == "none" else f"{base.source}+sampling",
                          rewrite=host.rewrite, path_prefix=host.path_prefix,
-                         is_ambiguous=host.is_ambiguous, step_back=host.step_back)
+                         is_ambiguous=host.is_ambiguous, step_back=host.step_back, question=query)
 
 
 def deterministic(query: str, agent_sub_queries: list[str] | None) -> Understanding:
@@ -79,4 +81,4 @@ def deterministic(query: str, agent_sub_queries: list[str] | None) -> Understand
     if expansions and source == "none":
         source = "deterministic"
     retrieval = query if not expansions else query + "\n" + " ".join(expansions[:30])
-    return Understanding(retrieval, subs, expansions, source)
+    return Understanding(retrieval, subs, expansions, source, question=query)

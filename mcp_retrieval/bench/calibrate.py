@@ -35,8 +35,7 @@ def evidence(engine: Engine, query: str) -> tuple[decide.Evidence | None, bool]:
     ranked = engine._rank(query, [], None, None)
     if not ranked.candidates:
         return None, ranked.has_vectors
-    return decide.gather(query, ranked.candidates, ranked.anchor_ids, set(ranked.anchored_files),
-                         ranked.understanding.more_lexical_queries), ranked.has_vectors
+    return engine.evidence(query, ranked, ranked.candidates), ranked.has_vectors
 
 
 def main(argv: list[str]) -> int:
