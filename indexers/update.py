@@ -149,7 +149,7 @@ class Indexer:
             result.files_removed = len(removed)
         for n, entry in enumerate(candidates, 1):
             t0 = time.perf_counter()
-            source = read_source(entry.abs_path)
+            source = read_source(self.root, entry.path, self.max_file_bytes)
             if isinstance(source, str):  # vanished, unreadable or binary since the walk
                 skipped[source] += 1
                 if entry.path in manifest:

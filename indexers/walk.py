@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pathspec
 
+from indexers.safe_read import read_inside
+
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 
 # Directories that are never source of truth: dependencies, build output, caches.
@@ -49,11 +51,12 @@ class WalkStats:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _load_spec(path: Path) -> pathspec.GitIgnoreSpec | None:
-    try:
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+def _load_spec(root: Path, rel: str) -> pathspec.GitIgnoreSpec | None:
+    """An ignore file's rules, read safely (a FIFO or a link out of the root is no rules)."""
+    got = read_inside(root, rel, DEFAULT_MAX_FILE_BYTES)
+    if isinstance(got, str):
         return None
+    lines = got.data.decode("utf-8", errors="replace").splitlines()
     return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
 
 
@@ -62,8 +65,7 @@ class IgnoreRules:
 
     def __init__(self, root: Path):
         self.root = root
-        exclude = root / ".git" / "info" / "exclude"
-        spec = _load_spec(exclude) if exclude.is_file() else None
+        spec = _load_spec(root, ".git/info/exclude")
         self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {"": [spec] if spec else []}
         self._entered: set[str] = set()
 
@@ -71,7 +73,8 @@ class IgnoreRules:
         if rel_dir in self._entered:
             return
         self._entered.add(rel_dir)
-        specs = [s for name in IGNORE_FILES if (abs_dir / name).is_file() and (s := _load_spec(abs_dir / name))]
+        specs = [s for name in IGNORE_FILES if (abs_dir / name).is_file()
+                 and (s := _load_spec(self.root, f"{rel_dir}/{name}" if rel_dir else name))]
         if rel_dir == "":
             self._specs[""] = self._specs[""] + specs
         elif specs:
@@ -174,12 +177,12 @@ def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def read_source(path: Path) -> tuple[str, str] | str:
-    """(text, sha256 of the bytes), or a skip reason. Invalid UTF-8 is replaced, never fatal."""
-    try:
-        data = path.read_bytes()
-    except (OSError, RuntimeError):
-        return "vanished_or_unreadable"
-    if is_binary(data[:8192]):
+def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[str, str] | str:
+    """(text, sha256 of the bytes) of a workspace file, or a skip reason (outside the root, not a
+    regular file, too large, unreadable, binary). Invalid UTF-8 is replaced, never fatal."""
+    got = read_inside(root, rel, max_bytes)
+    if isinstance(got, str):
+        return got
+    if is_binary(got.data[:8192]):
         return "binary"
-    return data.decode("utf-8", errors="replace"), file_sha256(data)
+    return got.data.decode("utf-8", errors="replace"), file_sha256(got.data)

@@ -8,6 +8,7 @@ as one set and becomes one incremental pass. Paths the walk would skip (ignored,
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -31,9 +32,13 @@ class Watcher:
     def relevant(self, abs_path: str, rules: IgnoreRules | None = None) -> str | None:
         """The workspace path of a change the walk would index, else None. Pass one `rules` per batch
         so each .gitignore is read once per batch, not once per changed path."""
+        # Not resolved: a file replaced by a link out of the root is still a change at its own path,
+        # and the sync it triggers drops it from the index (the walk skips links that leave the root).
         try:
-            rel = Path(abs_path).resolve().relative_to(self.root).as_posix()
-        except (ValueError, OSError):
+            rel = Path(os.path.normpath(abs_path)).relative_to(self.root).as_posix()
+        except ValueError:
+            return None
+        if rel in ("", "."):
             return None
         parts = rel.split("/")
         if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):

@@ -247,11 +247,17 @@ class Engine:
         stages = StageLog()
         ranked = self._rank(query, active, subs, prefix, stages, host=host)
         with stages.run("freshness") as st:
-            candidates, dropped = self.freshness.refresh(ranked.candidates, self.pending_paths)
-            st["detail"] = f"{dropped} stale dropped" if dropped else "all fresh"
-        outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
-                                self._vectors_complete()) if candidates else \
-            Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
+            refreshed = self.freshness.refresh(ranked.candidates, self.pending_paths)
+            candidates = refreshed.candidates
+            st["detail"] = refreshed.detail()
+        if candidates:
+            outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
+                                    self._vectors_complete())
+        elif refreshed.dropped:  # everything found is gone from disk since indexing
+            outcome = Miss(reason="stale", escalate_to="reindex",
+                           detail=f"the {refreshed.dropped} matching chunks' files changed or vanished since indexing")
+        else:
+            outcome = Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
         placed: list[assemble.Placed] = []
         with stages.run("assemble") as st:
             if isinstance(outcome, Miss):

@@ -1,83 +1,97 @@
 """Freshness gate: is the file on disk still the one we indexed? Stat first, hash only on change;
-and for `context`, the current text of a changed file in place of its indexed body."""
+and for `context`, the current text of a changed file in place of its indexed body.
+
+Every read goes through `indexers.safe_read`: a file that now resolves outside the root, is no
+longer a regular file, or grew past the size bound counts as GONE — its chunks are dropped from
+the answer (never re-read) and the path is queued for the index to drop it too.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
 from indexers.chunk import chunk_file
 from indexers.languages import language_for
+from indexers.safe_read import read_inside, stat_inside
 from indexers.store import Store, StoredChunk
 from indexers.tokens import count_tokens
-from indexers.walk import file_sha256, read_source
+from indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source
 from mcp_retrieval.retrieve import Candidate
-
-REFRESH_HEAD = 40  # candidates whose files are checked per answer
 
 
 class Fresh(str, Enum):
     FRESH = "fresh"
     CHANGED = "changed"
-    DELETED = "deleted"
+    DELETED = "deleted"  # deleted, or no longer readable as a file inside the root
+
+
+@dataclass
+class Refreshed:
+    candidates: list[Candidate]
+    rechunked_files: int = 0
+    dropped: int = 0
+
+    def detail(self) -> str:
+        if not self.rechunked_files and not self.dropped:
+            return "all fresh"
+        return f"{self.rechunked_files} changed files re-read, {self.dropped} stale chunks dropped"
 
 
 class FreshnessGate:
-    def __init__(self, root: Path, store: Store):
-        self.root = root
+    def __init__(self, root: Path, store: Store, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES):
+        self.root = root.resolve()
         self.store = store
+        self.max_file_bytes = max_file_bytes
 
     def check(self, paths: list[str]) -> dict[str, Fresh]:
-        out: dict[str, Fresh] = {}
-        for path in dict.fromkeys(paths):
-            out[path] = self._check_one(path)
-        return out
+        return {path: self._check_one(path) for path in dict.fromkeys(paths)}
 
     def _check_one(self, path: str) -> Fresh:
         record = self.store.file(path)
-        abs_path = self.root / path
-        try:
-            st = abs_path.stat()
-        except OSError:
+        st = stat_inside(self.root, path)
+        if isinstance(st, str):
             return Fresh.DELETED
         if record is None:
             return Fresh.CHANGED
         if (st.st_size, st.st_mtime_ns) == (record.size, record.mtime_ns):
             return Fresh.FRESH
-        try:
-            return Fresh.FRESH if file_sha256(abs_path.read_bytes()) == record.sha256 else Fresh.CHANGED
-        except OSError:
+        got = read_inside(self.root, path, self.max_file_bytes)
+        if isinstance(got, str):
             return Fresh.DELETED
+        return Fresh.FRESH if file_sha256(got.data) == record.sha256 else Fresh.CHANGED
 
-    def refresh(self, candidates: list[Candidate], pending: set[str]) -> tuple[list[Candidate], int]:
+    def refresh(self, candidates: list[Candidate], pending: set[str]) -> Refreshed:
         """Never serve an old body: re-chunk changed files on the fly (matching chunks by symbol),
-        drop chunks of deleted files or whose symbol is gone. Changed paths are added to `pending`."""
-        states = self.check([c.chunk.path for c in candidates[:REFRESH_HEAD]])
-        out, dropped, rechunked = [], 0, {}
+        drop chunks of gone files or whose symbol is gone. Every candidate's file is checked (a
+        stat each; a hash only when the stat differs). Changed paths are added to `pending`."""
+        states = self.check([c.chunk.path for c in candidates])
+        out = Refreshed([])
+        rechunked: dict[str, list[StoredChunk]] = {}
         for c in candidates:
-            state = states.get(c.chunk.path, Fresh.FRESH)
+            state = states[c.chunk.path]
             if state == Fresh.FRESH:
-                out.append(c)
+                out.candidates.append(c)
                 continue
             pending.add(c.chunk.path)
-            if state == Fresh.DELETED:
-                dropped += 1
-                continue
-            if c.chunk.path not in rechunked:
-                rechunked[c.chunk.path] = rechunk(self.root, c.chunk.path)
-            match = next((n for n in rechunked[c.chunk.path] if n.symbol == c.chunk.symbol), None)
-            if match is None:
-                dropped += 1
+            if state == Fresh.CHANGED and c.chunk.path not in rechunked:
+                rechunked[c.chunk.path] = rechunk(self.root, c.chunk.path, self.max_file_bytes)
+            match = next((n for n in rechunked.get(c.chunk.path, []) if n.symbol == c.chunk.symbol), None)
+            if match is None:  # deleted, unreadable, or the symbol is gone
+                out.dropped += 1
                 continue
             c.chunk = match
             c.why.append("re-read from disk: changed since indexing")
-            out.append(c)
-        return out, dropped
+            out.candidates.append(c)
+        out.rechunked_files = len(rechunked)
+        return out
 
 
-def rechunk(root: Path, path: str) -> list[StoredChunk]:
-    """The current chunks of a file on disk, as the indexer would make them."""
-    source = read_source(root / path)
+def rechunk(root: Path, path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> list[StoredChunk]:
+    """The current chunks of a file on disk, as the indexer would make them ([] if it cannot be read
+    safely: outside the root, not a regular file, too large, binary)."""
+    source = read_source(root, path, max_bytes)
     if isinstance(source, str):
         return []
     text, _ = source

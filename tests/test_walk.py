@@ -22,12 +22,12 @@ def test_walk_skips_binaries_oversized_files_and_links_leaving_the_root(workspac
 
 
 def test_invalid_utf8_is_decoded_with_replacement_not_fatal(workspace):
-    text, sha = read_source(workspace / "legacy" / "latin1.txt")
+    text, sha = read_source(workspace.resolve(), "legacy/latin1.txt")
     assert "caf" in text and "\ufffd" in text and len(sha) == 64
 
 
 def test_a_file_that_vanished_is_a_skip_reason(workspace):
-    assert read_source(workspace / "no_such_file.py") == "vanished_or_unreadable"
+    assert read_source(workspace.resolve(), "no_such_file.py") == "vanished_or_unreadable"
 
 
 def test_mcp_retrieval_ignore_file_is_honoured(workspace):

@@ -59,6 +59,12 @@ def rank_files(engine: Engine, query: str) -> tuple[list[str], list[str], float]
     return files, symbols, ms
 
 
+def gold_files(row: dict) -> list[str]:
+    """Files scored as gold: `gold_code_files` (multilingual file: source files the fix changed that
+    exist at the base commit) when present, else `gold_files` (the Python file)."""
+    return list(row["gold_code_files"] if "gold_code_files" in row else row["gold_files"])
+
+
 def score(files: list[str], gold: list[str]) -> dict[str, float]:
     out = {}
     for k in KS:
@@ -131,7 +137,12 @@ def main(argv: list[str]) -> int:
         engine.graph(wait=True)
         index_s = time.perf_counter() - t0
         base_weights = dict(Config.resolve(tree).tier_weights)
-        result = {"instance_id": row["instance_id"], "repo": repo, "gold": row["gold_files"], "modes": {},
+        gold = gold_files(row)
+        if not gold:
+            print(f"{row['instance_id']}: no gold file exists at the base commit; skipped", file=sys.stderr)
+            continue
+        result = {"instance_id": row["instance_id"], "repo": repo, "gold": gold, "modes": {},
+                  "language": row.get("language_group") or row.get("language") or "Python",
                   "index_s": round(index_s, 1), "embedded": embedded, "reused": reused,
                   "checkout": moved}
         for mode in modes:
@@ -148,7 +159,7 @@ def main(argv: list[str]) -> int:
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
-            m = score(files, row["gold_files"])
+            m = score(files, gold)
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
             m["ms"] = ms
             m["top5"] = files[:5]
@@ -160,7 +171,7 @@ def main(argv: list[str]) -> int:
         full = result["modes"].get(modes[-1], {})
         print(f"{row['instance_id']:40} idx {index_s:6.1f}s  " +
               " ".join(f"{m}:{int(result['modes'][m]['acc@5'])}" for m in result["modes"]) +
-              f"  gold={row['gold_files'][0]} top={full.get('top5', [''])[:2]}", file=sys.stderr, flush=True)
+              f"  gold={gold[0]} top={full.get('top5', [''])[:2]}", file=sys.stderr, flush=True)
     print(report(results, modes))
     for engine, _ in engines.values():
         engine.close()
@@ -182,15 +193,18 @@ def report(results: list[dict], modes: list[str]) -> str:
         lines.append(f"| {mode} | {mean('acc@1'):.2f} | {mean('acc@3'):.2f} | {mean('acc@5'):.2f} | "
                      f"{mean('acc@10'):.2f} | {mean('recall@5'):.2f} | {mean('mrr'):.2f} | "
                      f"{statistics.fmean(fh) if fh else float('nan'):.2f} | {statistics.median(lat):.0f} | {p95:.0f} |")
-    per_repo = defaultdict(list)
-    for r in results:
-        per_repo[r["repo"]].append(r)
-    lines += ["", "| repo | n | " + " | ".join(f"{m} Acc@5" for m in modes) + " |",
-              "|---|---|" + "---|" * len(modes)]
-    for repo, rs in sorted(per_repo.items()):
-        cells = []
-        for m in modes:
-            vals = [r["modes"][m]["acc@5"] for r in rs if m in r["modes"]]
-            cells.append(f"{statistics.fmean(vals):.2f}" if vals else "-")
-        lines.append(f"| {repo} | {len(rs)} | " + " | ".join(cells) + " |")
+    for key in ("language", "repo"):
+        groups = defaultdict(list)
+        for r in results:
+            groups[r.get(key, "Python")].append(r)
+        if key == "language" and len(groups) < 2:
+            continue
+        lines += ["", f"| {key} | n | " + " | ".join(f"{m} Acc@5" for m in modes) + " |",
+                  "|---|---|" + "---|" * len(modes)]
+        for name, rs in sorted(groups.items()):
+            cells = []
+            for m in modes:
+                vals = [r["modes"][m]["acc@5"] for r in rs if m in r["modes"]]
+                cells.append(f"{statistics.fmean(vals):.2f}" if vals else "-")
+            lines.append(f"| {name} | {len(rs)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)

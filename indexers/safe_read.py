@@ -1,0 +1,85 @@
+"""The one way to read a workspace file: inside the root after resolving links, a regular file,
+bounded in size, never blocking.
+
+Indexing, the freshness gate and every other reader go through here, so a file that was swapped
+for a symlink to `~/.ssh/id_rsa`, a FIFO, `/dev/zero` or a 400 MB log after it was indexed is a
+skip reason, never bytes from outside the root, a hung worker thread or an exhausted heap.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+# Skip reasons (also the keys of `reindex`'s `skipped` counts).
+OUTSIDE_ROOT = "outside_root"
+NOT_REGULAR = "not_regular"
+TOO_LARGE = "too_large"
+UNREADABLE = "vanished_or_unreadable"
+
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class FileBytes:
+    data: bytes
+    size: int
+    mtime_ns: int
+
+
+def resolve_inside(root: Path, rel: str) -> Path | str:
+    """The real path of `root/rel`, or OUTSIDE_ROOT when it (or a folder on the way) links out."""
+    try:
+        real = Path(os.path.realpath(root / rel))
+    except (OSError, ValueError):
+        return UNREADABLE
+    return real if real == root or real.is_relative_to(root) else OUTSIDE_ROOT
+
+
+def stat_inside(root: Path, rel: str) -> os.stat_result | str:
+    """`stat` of a workspace file that resolves inside the root and is a regular file, else a reason."""
+    real = resolve_inside(root, rel)
+    if isinstance(real, str):
+        return real
+    try:
+        st = os.stat(real, follow_symlinks=False)
+    except OSError:
+        return UNREADABLE
+    return st if stat.S_ISREG(st.st_mode) else NOT_REGULAR
+
+
+def read_inside(root: Path, rel: str, max_bytes: int) -> FileBytes | str:
+    """The bytes of `root/rel` if it is a regular file inside `root` of at most `max_bytes`, else a
+    skip reason. `root` must already be resolved. Opening never blocks (O_NONBLOCK: a FIFO opens
+    at once and is then refused by fstat) and never follows a link swapped in after the check
+    (O_NOFOLLOW on the resolved path); a file that grows past the bound while read is refused."""
+    real = resolve_inside(root, rel)
+    if isinstance(real, str):
+        return real
+    try:
+        fd = os.open(real, _OPEN_FLAGS)
+    except OSError:  # vanished, permission denied, or a link swapped in since resolving (ELOOP)
+        return UNREADABLE
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return NOT_REGULAR
+        if st.st_size > max_bytes:
+            return TOO_LARGE
+        parts, total = [], 0
+        while True:
+            block = os.read(fd, min(_CHUNK, max_bytes + 1 - total))
+            if not block:
+                break
+            parts.append(block)
+            total += len(block)
+            if total > max_bytes:
+                return TOO_LARGE
+        return FileBytes(b"".join(parts), st.st_size, st.st_mtime_ns)
+    except OSError:
+        return UNREADABLE
+    finally:
+        os.close(fd)

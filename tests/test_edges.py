@@ -1,0 +1,168 @@
+"""No byte from outside the root and no hang from one odd file, through every reader: the index,
+the freshness gate (which re-reads changed files while answering) and the watcher."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, read_inside
+from indexers.watch import Watcher
+from indexers.walk import walk
+
+SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzSECRETzz"
+
+
+def window_and_fields(engine, query: str) -> str:
+    r = engine.context(query, budget_tokens=4000)
+    return r.model_dump_json() + engine.packet(query).model_dump_json()
+
+
+def plant_config(workspace):
+    (workspace / "docs" / "config.txt").write_text("deployment settings for the storefront\n")
+
+
+def test_a_file_swapped_for_a_link_out_of_the_root_is_never_read_while_answering(engine, workspace, tmp_path):
+    plant_config(workspace)
+    engine.reindex()
+    outside = tmp_path / "credentials.txt"
+    outside.write_text(f"deployment settings storefront {SECRET}\n")
+    (workspace / "docs" / "config.txt").unlink()
+    os.symlink(outside, workspace / "docs" / "config.txt")
+    for _ in range(2):  # the stale entry stays until the index updates: it must not leak meanwhile
+        assert "wJalrXUtnFEMIK7MDENG" not in window_and_fields(engine, "deployment settings storefront")
+    engine.reindex()
+    assert "docs/config.txt" not in engine.store.files()
+
+
+def test_a_folder_swapped_for_a_link_to_an_outside_folder_is_never_read(engine, workspace, tmp_path):
+    private = tmp_path / "dotssh"
+    private.mkdir()
+    shutil.copytree(workspace / "src" / "shop", tmp_path / "shop-copy")
+    for f in (tmp_path / "shop-copy").glob("*.py"):  # same names, outside content
+        (private / f.name).write_text(f.read_text() + f"\n# {SECRET}\n")
+    shutil.rmtree(workspace / "src" / "shop")
+    os.symlink(private, workspace / "src" / "shop")
+    for query in ("apply discount to the cart total", "pricing rules", "cart"):
+        assert "wJalrXUtnFEMIK7MDENG" not in window_and_fields(engine, query)
+
+
+def call_with_deadline(fn, seconds: float):
+    out: dict = {}
+    t = threading.Thread(target=lambda: out.setdefault("result", fn()), daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), "the call blocked"
+    return out["result"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs POSIX FIFOs")
+def test_a_fifo_in_place_of_an_indexed_file_blocks_nothing(engine, workspace):
+    target = workspace / "src" / "shop" / "pricing.py"
+    target.unlink()
+    os.mkfifo(target)
+    for _ in range(3):
+        call_with_deadline(lambda: engine.context("pricing discount rules"), 60)
+    result = call_with_deadline(lambda: engine.reindex(), 120)
+    assert "src/shop/pricing.py" not in engine.store.files()
+    assert result.skipped.get("not_regular", 0) >= 1
+
+
+def test_an_indexed_file_overwritten_with_a_huge_one_is_not_read_into_memory(engine, workspace):
+    target = workspace / "src" / "shop" / "pricing.py"
+    with open(target, "wb") as fh:  # sparse: 200 MB on paper, nothing on disk
+        fh.truncate(200_000_000)
+    r = engine.context("pricing discount rules", budget_tokens=2000)
+    assert all(c.path != "src/shop/pricing.py" for c in r.chunks)
+    assert len(r.model_dump_json()) < 200_000
+
+
+def test_a_link_to_dev_zero_is_refused_not_read(engine, workspace):
+    target = workspace / "src" / "shop" / "pricing.py"
+    target.unlink()
+    os.symlink("/dev/zero", target)
+    r = engine.context("pricing discount rules")
+    assert all(c.path != "src/shop/pricing.py" for c in r.chunks)
+
+
+def test_the_safe_reader_refuses_links_out_fifos_and_oversized_files(tmp_path):
+    root = (tmp_path / "root").resolve()
+    root.mkdir()
+    (tmp_path / "out.txt").write_text("outside")
+    os.symlink(tmp_path / "out.txt", root / "out_link")
+    (root / "inner.txt").write_text("inside")
+    os.symlink(root / "inner.txt", root / "in_link")
+    os.mkfifo(root / "pipe")
+    (root / "big").write_bytes(b"x" * 2000)
+    assert read_inside(root, "out_link", 1000) == OUTSIDE_ROOT
+    assert read_inside(root, "../out.txt", 1000) == OUTSIDE_ROOT
+    assert read_inside(root, "in_link", 1000).data == b"inside"
+    assert read_inside(root, "pipe", 1000) == NOT_REGULAR
+    assert read_inside(root, "big", 1000) == TOO_LARGE
+
+
+@pytest.mark.timeout(120)
+def test_the_watcher_drops_an_entry_whose_file_now_links_out_of_the_root(engine, workspace, tmp_path):
+    plant_config(workspace)
+    engine.reindex()
+    outside = tmp_path / "credentials.txt"
+    outside.write_text(f"deployment settings storefront {SECRET}\n")
+    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        (workspace / "docs" / "config.txt").unlink()
+        os.symlink(outside, workspace / "docs" / "config.txt")
+        deadline = time.monotonic() + 60
+        while "docs/config.txt" in engine.store.files() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "docs/config.txt" not in engine.store.files()
+        assert engine.status().pending_changes == 0
+    finally:
+        watcher.stop()
+
+
+names = st.sampled_from(["a", "b", "c.py", "d.txt", "e"])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(st.lists(names, min_size=1, max_size=3),
+                          st.sampled_from(["file", "link_out", "link_in", "dir_link_out", "fifo", "big"])),
+                max_size=12))
+def test_the_walk_never_yields_a_file_outside_the_root_or_not_regular(tmp_path_factory, tree):
+    base = tmp_path_factory.mktemp("tree")
+    root, outside = base / "root", base / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    for parts, kind in tree:
+        path = root.joinpath(*parts)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if path.exists() or path.is_symlink():
+                continue
+            if kind == "file":
+                path.write_text("def f():\n    return 1\n")
+            elif kind == "link_out":
+                os.symlink(outside / "secret.txt", path)
+            elif kind == "link_in":
+                os.symlink(root, path)
+            elif kind == "dir_link_out":
+                os.symlink(outside, path)
+            elif kind == "fifo":
+                os.mkfifo(path)
+            else:
+                path.write_bytes(b"y" * 1_100_000)
+        except (FileExistsError, NotADirectoryError):
+            continue
+    real_root = root.resolve()
+    for entry in walk(root):
+        got = read_inside(real_root, entry.path, 1_000_000)
+        assert not isinstance(got, str), (entry.path, got)
+        assert SECRET.encode() not in got.data
