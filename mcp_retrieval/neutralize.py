@@ -1,38 +1,106 @@
-"""Control-tag neutralisation: indexed text can never emit our `<mcp-retrieval:` markup.
+"""Control-tag neutralisation: no text the server did not write can spell our `<mcp-retrieval`
+markup, in any form a model would read as ours.
 
-Detection runs on a canonical skeleton of the text — HTML entities decoded (repeatedly, so
-`&amp;lt;` counts), NFKC-normalised (fullwidth `＜`, `：`), lowercased, dash look-alikes folded,
-whitespace and invisible format characters (zero-width space/joiner, BOM, soft hyphen)
-removed — so `< MCP-Retrieval:`, `&lt;mcp-retrieval:`, `<\u200bmcp-retrieval:` and `</mcp-retrieval:`
-are all caught. Each hit's opening bracket (in whatever form it was written) is replaced by
-`‹` in the output; the index itself keeps the text verbatim.
+Detection runs on a *skeleton* of the text (Unicode TR39's idea): HTML entities decoded until
+they stop changing (any depth, any number of leading zeros), compatibility-decomposed (NFKD:
+fullwidth `＜`, mathematical letters, precomposed accents), each character mapped to the
+prototype of its confusable class from Unicode's confusables table (shipped by the maintained
+`confusable-homoglyphs` package: Cyrillic `с`, `˂`, `ᐸ`, `꞉`, `∶`, `⁃`, `˗` ...), case-folded,
+and stripped of every default-ignorable code point, control, format, separator and combining
+mark (the `regex` package's Unicode properties, not a hand list). The pattern allows short runs
+of any non-alphanumeric filler between its letters (a braille blank, a stray dash) and any three
+characters between `mcp` and `retrieval`, so unknown fillers and dash look-alikes are caught too.
+
+Each hit's opening unit (a character or an HTML entity) is replaced by `[` — not a bracket any
+confusables table folds to `<`. The index keeps the text verbatim; this runs on the way out
+(`scrub` applies it to every string field of a result).
 """
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 import unicodedata
+from typing import Any
 
-TAG = "mcp-retrieval:"
-SAFE_OPENER = "\u2039"  # ‹ : visibly a bracket, never parsed as markup
-_ENTITY = re.compile(r"&(?:#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});?")
-_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-")
-_PATTERNS = ("<" + TAG, "</" + TAG)
+import regex
+from confusable_homoglyphs import confusables
+
+SAFE_OPENER = "["
+WITHHELD = "[text withheld: it spells a control tag that could not be defused]"
+# Default-ignorables, controls, format, private use, unassigned, separators, combining marks.
+_IGNORABLE = regex.compile(r"[\p{Default_Ignorable_Code_Point}\p{Cc}\p{Cf}\p{Co}\p{Cn}\p{Cs}\p{Z}\p{Mn}\p{Me}\s]+")
+_ENTITY = re.compile(r"&(?:#[0-9]+|#[xX][0-9a-fA-F]+|[A-Za-z][A-Za-z0-9]{1,31});?")
+_MAX_ENTITY_DEPTH = 32
 
 
-def _canonical(unit: str) -> str:
-    for _ in range(4):  # entities nested in entities: &amp;lt; -> &lt; -> <
-        decoded = html.unescape(unit)
-        if decoded == unit:
-            break
-        unit = decoded
-    out = []
-    for ch in unicodedata.normalize("NFKC", unit):
-        if ch.isspace() or unicodedata.category(ch) == "Cf":
+@functools.cache
+def _prototypes() -> dict[int, str]:
+    """Character -> the prototype of its confusable class (ASCII where the class has one). Classes
+    are the connected groups of Unicode's single-character confusable pairs."""
+    parent: dict[str, str] = {}
+
+    def find(c: str) -> str:
+        while parent.setdefault(c, c) != c:
+            parent[c] = parent[parent[c]]
+            c = parent[c]
+        return c
+
+    for char, entries in confusables.confusables_data.items():
+        if len(char) != 1:
             continue
-        out.append(ch)
-    return "".join(out).lower().translate(_DASHES)
+        for entry in entries:
+            other = entry["c"].strip("\u200e\u200f")
+            if len(other) == 1:
+                a, b = find(char), find(other)
+                if a != b:
+                    parent[a] = b
+    classes: dict[str, list[str]] = {}
+    for c in list(parent):
+        classes.setdefault(find(c), []).append(c)
+    table: dict[int, str] = {}
+    for members in classes.values():
+        ascii_members = sorted(m for m in members if m.isascii())
+        proto = ascii_members[0] if ascii_members else min(members)
+        table.update({ord(m): proto for m in members if m != proto})
+    return table
+
+
+def _decode_entities(text: str) -> str:
+    for _ in range(_MAX_ENTITY_DEPTH):  # &amp;amp;lt; -> &amp;lt; -> &lt; -> <
+        if "&" not in text:
+            break
+        decoded = html.unescape(text)
+        if decoded == text:
+            break
+        text = decoded
+    return text
+
+
+def skeleton(text: str) -> str:
+    """The form detection compares: entities decoded, NFKD, confusables folded, case folded and
+    folded again (so `М` -> `M` -> `m`), ignorables removed."""
+    table = _prototypes()
+    text = _decode_entities(text).translate(table)  # before NFKD, which can move a glyph to another class
+    text = unicodedata.normalize("NFKD", text).translate(table).casefold()
+    text = unicodedata.normalize("NFKD", text).translate(table)
+    return _IGNORABLE.sub("", text)
+
+
+@functools.cache
+def _pattern() -> regex.Pattern:
+    gap = r"[^\p{L}\p{N}]{0,2}"
+    lead = r"[^\p{L}\p{N}=<>]{0,2}"  # `a <= mcp_retrieval.x` is an expression, not a tag
+
+    def letter(ch: str) -> str:  # `I` folds with `l` and `1`, `i` with `ı` and `і`: accept either case's fold
+        forms = {skeleton(ch), skeleton(ch.upper())}
+        return "(?:" + "|".join(regex.escape(f) for f in sorted(forms)) + ")"
+
+    def spelled(word: str) -> str:
+        return gap.join(letter(ch) for ch in word)
+
+    return regex.compile(letter("<") + lead + spelled("mcp") + r".{0,3}" + spelled("retrieval"))
 
 
 def _units(text: str) -> list[tuple[int, int]]:
@@ -40,71 +108,66 @@ def _units(text: str) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     i = 0
     while i < len(text):
-        if text[i] == "&":
-            m = _ENTITY.match(text, i)
-            if m:
-                spans.append((i, m.end()))
-                i = m.end()
-                continue
+        if text[i] == "&" and (m := _ENTITY.match(text, i)):
+            spans.append((i, m.end()))
+            i = m.end()
+            continue
         spans.append((i, i + 1))
         i += 1
     return spans
 
 
-_INVISIBLE = re.compile(r"[\s\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]+")
-
-
-def _could_spell_tag(text: str) -> bool:
-    """Cheap screen (C-speed string work): can this text spell `mcp` in any disguise at all?"""
-    quick = text if text.isascii() else unicodedata.normalize("NFKC", text)
-    if "&" in quick:
-        quick = html.unescape(html.unescape(html.unescape(quick)))
-    quick = _INVISIBLE.sub("", quick).lower()
-    if quick.isascii():
-        return "mcp" in quick
-    return "mcp" in "".join(ch for ch in quick if unicodedata.category(ch) != "Cf")
-
-
 def _opener_spans(text: str) -> list[tuple[int, int]]:
-    if not _could_spell_tag(text):
-        return []
+    """Raw spans of every tag opener, mapped back from the skeleton (slow path: only runs on text
+    whose whole skeleton already matched). Entities are decoded first, across units too (`&amp;`
+    + `lt;` -> `<`), then each decoded character is folded as `skeleton` folds it."""
     units = _units(text)
-    chars: list[str] = []
-    owner: list[int] = []  # skeleton position -> unit index
+    flat_parts: list[str] = []
+    owner: list[int] = []  # decoded position -> unit index
     for n, (start, end) in enumerate(units):
-        canon = _canonical(text[start:end])
-        chars.extend(canon)
-        owner.extend([n] * len(canon))
-    flat = "".join(chars)
-    for _ in range(3):  # entities spelled across units, e.g. `&amp;` + `lt;` -> `&lt;` -> `<`
+        decoded = _decode_entities(text[start:end])
+        flat_parts.append(decoded)
+        owner.extend([n] * len(decoded))
+    flat = "".join(flat_parts)
+    for _ in range(_MAX_ENTITY_DEPTH):
         if "&" not in flat:
             break
-        new_chars, new_owner, i = [], [], 0
+        new_parts, new_owner, i = [], [], 0
         for m in _ENTITY.finditer(flat):
-            new_chars.extend(flat[i:m.start()])
-            new_owner.extend(owner[i:m.start()])
-            canon = _canonical(m.group(0))
-            new_chars.extend(canon)
-            new_owner.extend([owner[m.start()]] * len(canon))
+            decoded = html.unescape(m.group(0))
+            new_parts += [flat[i:m.start()], decoded]
+            new_owner += owner[i:m.start()] + [owner[m.start()]] * len(decoded)
             i = m.end()
-        new_chars.extend(flat[i:])
-        new_owner.extend(owner[i:])
-        if "".join(new_chars) == flat:
+        new_parts.append(flat[i:])
+        new_owner += owner[i:]
+        joined = "".join(new_parts)
+        if joined == flat:
             break
-        flat, owner = "".join(new_chars), new_owner
-    hits: list[tuple[int, int]] = []
-    for pattern in _PATTERNS:
-        for m in re.finditer(re.escape(pattern), flat):
-            hits.append(units[owner[m.start()]])
-    return sorted(set(hits))
+        flat, owner = joined, new_owner
+    skel_parts: list[str] = []
+    skel_owner: list[int] = []
+    for ch, n in zip(flat, owner):
+        folded = skeleton(ch)
+        skel_parts.append(folded)
+        skel_owner.extend([n] * len(folded))
+    skel = "".join(skel_parts)
+    return sorted({units[skel_owner[m.start()]] for m in _pattern().finditer(skel, overlapped=True)})
+
+
+def contains_tag(text: str) -> bool:
+    """True when `text` spells our tag opener in any disguise (C-speed: one skeleton, one search)."""
+    return bool(_pattern().search(skeleton(text)))
 
 
 def neutralize(text: str) -> str:
-    """`text` with every spelling of our tag prefix defused; idempotent."""
-    for _ in range(8):  # replacing one opener can never create another, but stay bounded anyway
-        spans = _opener_spans(text)
-        if not spans:
+    """`text` with every spelling of our tag opener defused; idempotent; unchanged when clean."""
+    for _ in range(8):
+        if not contains_tag(text):
             return text
+        spans = _opener_spans(text)
+        if not spans:  # matched as a whole but not unit by unit: defuse every bracket and entity
+            text = "".join(SAFE_OPENER if skeleton(ch) == "<" else "(amp)" if ch == "&" else ch for ch in text)
+            continue
         parts, cursor = [], 0
         for start, end in spans:
             parts.append(text[cursor:start])
@@ -112,9 +175,17 @@ def neutralize(text: str) -> str:
             cursor = end
         parts.append(text[cursor:])
         text = "".join(parts)
-    return text
+    return text if not contains_tag(text) else WITHHELD
 
 
-def contains_tag(text: str) -> bool:
-    """True when `text` spells our tag prefix in any disguise (used by tests and as a guard)."""
-    return bool(_opener_spans(text))
+def scrub(value: Any, keep: frozenset[str] = frozenset()) -> Any:
+    """Every string in a JSON-like value neutralised (dict keys too); keys in `keep` pass as they
+    are (the server-written window, already built from neutralised parts)."""
+    if isinstance(value, str):
+        return neutralize(value)
+    if isinstance(value, dict):
+        return {neutralize(k) if isinstance(k, str) else k: (v if k in keep else scrub(v, keep))
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [scrub(v, keep) for v in value]
+    return value

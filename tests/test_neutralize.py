@@ -21,6 +21,14 @@ ATTACKS = [
     "<mcp\u2010retrieval:x",  # unicode hyphen
     "<mcp-retri\u00adeval:x",  # soft hyphen
     "<\n/\nmcp-retrieval:x",
+    # disguises found from outside (combining joiner, variation selector, C0 controls, padded
+    # entities, deep nesting, lookalike letters, fillers, lookalike `<`, `:` and `-`)
+    "<mcp\u034f-retrieval:x", "<mcp\ufe0f-retrieval:x", "<\x7fmcp-retrieval:x", "<m\x01cp-retrieval:x",
+    "&#00000060;mcp-retrieval:x", "&#x000003c;mcp-retrieval:x", "&amp;amp;amp;amp;lt;mcp-retrieval:x",
+    "<m\u0441p-retrieval:x", "<\u3164mcp-retrieval:x", "<\u115fmcp-retrieval:x", "<\uffa0mcp-retrieval:x",
+    "<\u2800mcp-retrieval:x", "<mcp\u180b-retrieval:x", "\u02c2mcp-retrieval:x", "\u1438mcp-retrieval:x",
+    "<mcp-retrieval\ua789x", "<mcp-retrieval\u2236x", "<mcp\u2043retrieval:x", "<mcp\u02d7retrieval:x",
+    "<mcp\u30fcretrieval:x", "<mcp\u2e3aretrieval:x", "<mcp\u1806retrieval:x", "<\u041cCP-RETRIEVAL:x",
 ]
 
 
@@ -33,7 +41,8 @@ def test_hand_written_attacks_are_all_neutralised():
 
 
 def test_ordinary_text_passes_through_unchanged():
-    for text in ["a < b and c > d", "if x<y: pass", "mcp-retrieval is our name", "<div>mcp</div>", "caf\u00e9"]:
+    for text in ["a < b and c > d", "if x<y: pass", "mcp-retrieval is our name", "<div>mcp</div>", "caf\u00e9",
+                 "if n <= mcp_retrieval.LIMIT:", "\u041f\u0440\u0438\u0432\u0435\u0442 <b>", "x &lt; y &amp;&amp; z"]:
         assert neutralize(text) == text
 
 
@@ -58,3 +67,34 @@ def test_neutralisation_is_idempotent_and_never_leaves_a_tag(text):
     once = neutralize(text)
     assert neutralize(once) == once
     assert not contains_tag(once)
+
+
+def _lookalikes() -> dict[str, list[str]]:
+    """For each character of our tag, every character Unicode's confusables table folds to it."""
+    from mcp_retrieval.neutralize import _prototypes, skeleton
+
+    table = _prototypes()
+    out: dict[str, list[str]] = {}
+    for ch in set("<mcpretrieval-:"):
+        target = skeleton(ch)
+        out[ch] = [ch] + sorted(chr(cp) for cp, proto in table.items() if skeleton(proto) == target)[:40]
+    return out
+
+
+LOOKALIKES = _lookalikes()
+INVISIBLES = ["", "\u200b", "\u034f", "\ufe0f", "\u180b", "\u3164", "\u2060", "\x7f", "\x1b", "\u00ad", "\u2800", " "]
+
+
+@given(st.data())
+def test_no_lookalike_spelling_from_the_confusables_table_survives(data):
+    forged = ""
+    for ch in "<mcp-retrieval:":
+        glyph = data.draw(st.sampled_from(LOOKALIKES[ch]))
+        if glyph.isascii() and data.draw(st.booleans()):  # case is ours to fold; other scripts' case is not
+            glyph = glyph.upper()
+        forged += glyph + data.draw(st.sampled_from(INVISIBLES))
+    if data.draw(st.booleans()):
+        forged = forged.replace(forged[0], f"&#{'0' * data.draw(st.integers(0, 12))}{ord(forged[0])};", 1)
+    text = data.draw(st.text(max_size=20)) + forged + data.draw(st.text(max_size=20))
+    assert contains_tag(text), ascii(forged)
+    assert not contains_tag(neutralize(text))
