@@ -29,7 +29,7 @@ from indexers.lexical import LexicalIndex
 from indexers.memory import return_freed_memory
 from indexers.store import PRIORITY_LAST, FileRecord, Store
 from indexers.symbols import extract
-from indexers.tokens import count_tokens
+from indexers.tokens import budget_counts
 from indexers.vectors import VectorIndex
 from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, walk
 
@@ -195,7 +195,7 @@ class Indexer:
         self.lexical.replace(paths, chunks)
         timings["lexical"] += _ms(t0)
         t0 = time.perf_counter()
-        tokens = count_tokens([c.text for c in chunks]) if chunks else []
+        tokens = budget_counts([c.text for c in chunks]) if chunks else []
         symbols = [s for *_, g in batch if g for s in g.symbols]
         edges = [e for *_, g in batch if g for e in g.edges]
         self.store.replace_files(removed, [(r, lang) for r, lang, _, _ in batch], list(zip(chunks, tokens)),

@@ -1,9 +1,15 @@
-"""Stage 6: pack the ranked pool into a token budget.
+"""Stage 6: pack the ranked pool into a token budget — a hard ceiling on the rendered text.
 
 Greedy MMR (relevance vs. redundancy, λ≈0.7) over token-shingle Jaccard — no embeddings, so it
 reproduces byte for byte; near-duplicates (Jaccard ≥ 0.9 to a chosen chunk) are dropped; chunks
-already delivered in the session become pointer stubs that cost a few tokens; the strongest
-evidence is seated first. Pure: no I/O.
+already delivered in the session become one-line pointer stubs; a chunk too big for what is left
+of the budget is delivered as an excerpt (its signature plus the lines around what matched, the
+rest marked elided) rather than skipped.
+
+Every piece is costed from the string the renderer writes (`indexers.tokens.budget_counts`, the
+same count budgets are in), and the finished window — head line, headers, stubs, bodies,
+elision marks — is counted once more and trimmed from its weakest piece until it fits. So the
+text an agent is shown never exceeds `budget_tokens`. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -11,21 +17,33 @@ from __future__ import annotations
 import functools
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from indexers.analysis import terms
+from indexers.tokens import budget_counts, budget_tokens
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 
-HEADER_TOKENS = 24  # the legibility header line each chunk carries in the window
-STUB_TOKENS = 30
 SHINGLE = 3
+EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
+MIN_EXCERPT_TOKENS = 60
+MAX_EXCERPT_HITS = 40  # below this an excerpt says too little to be worth its header
+STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
 @dataclass
 class Placed:
     candidate: Candidate
     stub: bool  # True: delivered earlier in this session, sent as a pointer
+    text: str | None = None  # what the window shows of the chunk (neutralised); None for a stub
+    excerpt: bool = False  # True: signature + matching lines only, the rest elided
+
+
+@dataclass
+class Window:
+    placed: list[Placed] = field(default_factory=list)
+    text: str = ""
+    tokens: int = 0
 
 
 @functools.lru_cache(maxsize=20_000)
@@ -44,67 +62,180 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
-             lam: float = 0.7, near_duplicate: float = 0.9) -> list[Placed]:
-    """Choose what goes into the window. Full-text tokens never exceed `budget`."""
-    if not candidates:
-        return []
-    top = max(c.score for c in candidates) or 1.0
-    pool = list(candidates)
-    grams = {id(c): shingles(c.chunk.text) for c in pool}
-    chosen: list[Placed] = []
-    redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
-    used = 0
-    full = 0
-    while pool and full < max_chunks:
-        values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
-        best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
-        if redundancy[id(best)] >= near_duplicate:
-            continue
-        g = grams[id(best)]
-        stub = best.chunk.sha256 in delivered
-        cost = STUB_TOKENS if stub else best.chunk.tokens + HEADER_TOKENS
-        if used + cost > budget:
-            continue  # too big for what is left; a smaller one may still fit
-        chosen.append(Placed(best, stub))
-        used += cost
-        for c in pool:
-            redundancy[id(c)] = max(redundancy[id(c)], jaccard(grams[id(c)], g))
-        if not stub:
-            full += 1
-        elif sum(p.stub for p in chosen) >= max_chunks:
-            pool = [c for c in pool if c.chunk.sha256 not in delivered]
-    chosen.sort(key=lambda p: (-p.candidate.score, p.candidate.chunk.id))
-    return chosen
-
-
+# --- rendering ---------------------------------------------------------------------------------
 def _attr(value: object) -> str:
     return html.escape(neutralize(str(value)), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
-def header_line(p: Placed) -> str:
+def header_line(p: Placed, same_file: bool = False) -> str:
+    """`<mcp-retrieval:chunk path=… lines=… symbol=…/>`; the path is left out when the previous
+    piece was from the same file (contract: a header without `path` continues that file)."""
     c = p.candidate.chunk
-    attrs = {"path": c.path, "lines": f"{c.start_line}-{c.end_line}"}
+    attrs = {} if same_file else {"path": c.path}
+    attrs["lines"] = f"{c.start_line}-{c.end_line}"
     if c.symbol:
         attrs["symbol"] = c.symbol
-    attrs["tiers"] = ",".join(p.candidate.tiers)
-    attrs["score"] = f"{p.candidate.score:.3f}"
-    if p.stub:
-        attrs["sha256"] = c.sha256[:16]
-        attrs["note"] = "delivered earlier in this session; reread it if it is no longer in your context"
+    if p.excerpt:
+        attrs["excerpt"] = "signature and matching lines; the rest is elided"
     tag = "stub" if p.stub else "chunk"
     return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{_attr(v)}"' for k, v in attrs.items()) + "/>"
 
 
-def render_window(placed: Sequence[Placed]) -> str:
-    """The window: one legibility header per chunk; indexed text neutralised on the way out."""
-    parts: list[str] = []
+def _piece(p: Placed, same_file: bool) -> str:
+    return header_line(p, same_file) if p.stub else header_line(p, same_file) + "\n" + (p.text or "")
+
+
+def order_for_reading(placed: Sequence[Placed]) -> list[Placed]:
+    """Files in order of their strongest chunk; inside a file, chunks in line order."""
+    best: dict[str, float] = {}
     for p in placed:
-        parts.append(header_line(p))
-        if not p.stub:
-            parts.append(neutralize(p.candidate.chunk.text))
+        best[p.candidate.chunk.path] = max(best.get(p.candidate.chunk.path, float("-inf")), p.candidate.score)
+    return sorted(placed, key=lambda p: (-best[p.candidate.chunk.path], p.candidate.chunk.path,
+                                         p.candidate.chunk.start_line, p.candidate.chunk.id))
+
+
+def render_window(placed: Sequence[Placed], head: str = "") -> str:
+    """The window: an optional head line, then one header per chunk (path once per run of one file)
+    and its text; stubs are their header alone."""
+    parts = [head] if head else []
+    if any(p.stub for p in placed):
+        parts.append(STUB_NOTE)
+    previous = None
+    for p in placed:
+        parts.append(_piece(p, p.candidate.chunk.path == previous))
+        previous = p.candidate.chunk.path
     return "\n".join(parts)
 
 
 def no_match_window(reason: str, escalate_to: str) -> str:
     return f'<mcp-retrieval:no_match reason="{reason}" escalate_to="{escalate_to}" do_not_answer="true"/>'
+
+
+# --- excerpts ----------------------------------------------------------------------------------
+def _signature_end(lines: list[str]) -> int:
+    """Lines of the definition's signature: up to the first line ending its header (`:` or `{`)."""
+    for i, line in enumerate(lines[:8]):
+        if line.rstrip().endswith((":", "{", "=>", "->")):
+            return i + 1
+    return 1
+
+
+def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line: int) -> str | None:
+    """The signature plus the lines around those sharing the most terms with the question, within
+    `max_tokens`; elided runs are marked with their line numbers. None when nothing matches or
+    not even the signature and one match fit. Costs are summed per line (an upper bound: tokens
+    add up across lines, the byte floor only rounds up), so no trial rendering is needed."""
+    lines = text.split("\n")
+    sig = _signature_end(lines)
+    hits = sorted(((len(set(terms(line)) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
+                  key=lambda h: (-h[0], h[1]))
+    hits = [i for n, i in hits if n > 0][:MAX_EXCERPT_HITS]
+    if not hits:
+        return None
+    line_cost = budget_counts(lines)
+    mark_cost = budget_tokens(f"⋯ lines {first_line + len(lines)}-{first_line + len(lines)} elided ⋯") + 1
+    keep: set[int] = set(range(sig))
+    cost = sum(line_cost[i] + 1 for i in keep) + mark_cost
+    added = False
+    for i in hits:
+        span = set(range(max(sig, i - EXCERPT_CONTEXT), min(len(lines), i + EXCERPT_CONTEXT + 1))) - keep
+        extra = sum(line_cost[j] + 1 for j in span) + 2 * mark_cost
+        if cost + extra > max_tokens:
+            continue
+        keep |= span
+        cost += extra - mark_cost  # one new run can add at most one new elision mark net
+        added = True
+    return _render_excerpt(lines, keep, first_line) if added else None
+
+
+def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if i in keep:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and j not in keep:
+            j += 1
+        out.append(f"⋯ lines {first_line + i}-{first_line + j - 1} elided ⋯")
+        i = j
+    return "\n".join(out)
+
+
+# --- assembly ------------------------------------------------------------------------------------
+def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
+             lam: float = 0.7, near_duplicate: float = 0.9, head: str = "",
+             query_terms: frozenset[str] = frozenset()) -> Window:
+    """Choose what goes into the window and render it; `Window.tokens` (the rendered text's
+    count, head line included) never exceeds `budget`."""
+    remaining = budget - budget_tokens(head) - 1
+    if delivered:
+        remaining -= budget_tokens(STUB_NOTE) + 1
+    chosen: list[Placed] = []
+    if candidates and remaining > 0:
+        chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms)
+    return _fit(order_for_reading(chosen), budget, head)
+
+
+def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms) -> list[Placed]:
+    top = max(c.score for c in candidates) or 1.0
+    pool = list(candidates)
+    grams = {id(c): shingles(c.chunk.text) for c in pool}
+    redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
+    chosen: list[Placed] = []
+    full = 0
+    while pool and full < max_chunks and remaining > 0:
+        values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
+        best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
+        if redundancy[id(best)] >= near_duplicate:
+            continue
+        placed, cost = _place(best, remaining, delivered, query_terms)
+        if placed is None:
+            continue  # too big for what is left even as an excerpt; a smaller one may still fit
+        chosen.append(placed)
+        remaining -= cost
+        g = grams[id(best)]
+        for c in pool:
+            redundancy[id(c)] = max(redundancy[id(c)], jaccard(grams[id(c)], g))
+        if not placed.stub:
+            full += 1
+        elif sum(p.stub for p in chosen) >= max_chunks:
+            pool = [c for c in pool if c.chunk.sha256 not in delivered]
+    return chosen
+
+
+def _place(c: Candidate, remaining: int, delivered, query_terms) -> tuple[Placed | None, int]:
+    """The candidate as it would be placed (stub, whole, or excerpt) and its cost with a full header
+    and the joining newline; (None, 0) when it cannot fit."""
+    if c.chunk.sha256 in delivered:
+        p = Placed(c, stub=True)
+        cost = budget_tokens(_piece(p, False)) + 1
+        return (p, cost) if cost <= remaining else (None, 0)
+    p = Placed(c, stub=False, text=neutralize(c.chunk.text))
+    header_cost, body_cost = budget_counts([header_line(p) + "\n", p.text])
+    if header_cost + body_cost + 1 <= remaining:
+        return p, header_cost + body_cost + 1
+    p.excerpt = True
+    room = remaining - budget_tokens(header_line(p) + "\n") - 1
+    if room < MIN_EXCERPT_TOKENS or not query_terms:
+        return None, 0
+    text = excerpt(p.text, query_terms, room, c.chunk.start_line)
+    if text is None:
+        return None, 0
+    p.text = text
+    return p, budget_tokens(_piece(p, False)) + 1
+
+
+def _fit(placed: list[Placed], budget: int, head: str) -> Window:
+    """Render, count, and drop the weakest piece until the whole window fits (the greedy costs are
+    an upper bound, so this rarely drops anything; it makes the ceiling exact, not estimated)."""
+    placed = list(placed)
+    while True:
+        text = render_window(placed, head)
+        tokens = budget_tokens(text)
+        if tokens <= budget or not placed:
+            return Window(placed, text, tokens)
+        weakest = min(range(len(placed)), key=lambda i: (placed[i].candidate.score, -i))
+        placed.pop(weakest)

@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
 
             if args.command == "context":
                 r = engine.context(args.query, budget_tokens=args.budget, debug=args.debug)
-                print(r.model_dump_json(indent=1) if args.json else render_context(r))
+                print(r.model_dump_json(indent=1) if args.json else render_context(r, r.window))
             elif args.command == "packet":
                 r = engine.packet(args.query, max_items=args.max_items, task=args.task, debug=args.debug)
                 print(r.model_dump_json(indent=1) if args.json else render_packet(r))

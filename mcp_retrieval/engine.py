@@ -16,14 +16,15 @@ from pathlib import Path, PurePosixPath
 
 from indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
 from indexers.graph import RELATIONS, CodeGraph
+from indexers.analysis import terms
 from indexers.memory import return_freed_memory
+from indexers.tokens import budget_counts
 from indexers.update import IndexBusy, Indexer
 from mcp_retrieval import assemble, decide
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import Fresh, FreshnessGate
-from mcp_retrieval.models import (ChunkOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Miss,
-                                  PacketItem, PacketResult, ReindexResult)
-from mcp_retrieval.neutralize import neutralize
+from mcp_retrieval.models import (ChunkOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
+                                  Miss, PacketItem, PacketResult, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
@@ -242,8 +243,9 @@ class Engine:
         session_id = check_session(session_id)
         active, prefix, subs = self._check_scope(active_files, path_prefix, sub_queries)
         if (miss := self._empty_miss()) is not None:
-            return ContextResult(miss=miss, window=assemble.no_match_window(miss.reason, miss.escalate_to),
-                                 index=self.status())
+            result = ContextResult(miss=miss, index=self.status())
+            result.window = f"{_head_line(miss)}\n{assemble.no_match_window(miss.reason, miss.escalate_to)}"
+            return result
         stages = StageLog()
         ranked = self._rank(query, active, subs, prefix, stages, host=host)
         with stages.run("freshness") as st:
@@ -258,28 +260,35 @@ class Engine:
                            detail=f"the {refreshed.dropped} matching chunks' files changed or vanished since indexing")
         else:
             outcome = Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
-        placed: list[assemble.Placed] = []
+        window = assemble.Window()
         with stages.run("assemble") as st:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: marker-only window"
             else:
                 delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
                 cap = min(max_chunks, ranked.qclass.max_chunks)  # the question's class caps the window too
-                placed = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
-                                           lam=self.config.mmr_lambda, near_duplicate=self.config.near_duplicate)
-                st["detail"] = f"{len(placed)} chunks, {sum(p.stub for p in placed)} stubs"
+                window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
+                                           lam=self.config.mmr_lambda, near_duplicate=self.config.near_duplicate,
+                                           head=_head_line(outcome), query_terms=frozenset(terms(query)))
+                st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
+                                f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
+        placed = window.placed
         if session_id is not None and not ignore_delivered:
-            self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub])
+            self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub and not p.excerpt])
         chunks = [self._chunk_out(p) for p in placed]
-        window = assemble.render_window(placed) if placed else assemble.no_match_window(
-            getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user"))
-        result = ContextResult(chunks=chunks, window=window, index=self.status())
+        if not placed:
+            reason, escalate = getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user")
+            marker = assemble.no_match_window(reason, escalate)
+            window = assemble.Window([], f"{_head_line(outcome)}\n{marker}")
+            window.tokens = budget_counts([window.text])[0]
+        result = ContextResult(chunks=chunks, index=self.status())
+        result.window = window.text
         if isinstance(outcome, Miss):
             result.miss = outcome
         else:
             result.know = outcome
         if debug:
-            result.debug = self._debug(ranked, stages, notes, sum(c.tokens for c in chunks if c.text is not None))
+            result.debug = self._debug(ranked, stages, notes, window.tokens)
         return result
 
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
@@ -374,8 +383,8 @@ class Engine:
         c = p.candidate
         return ChunkOut(path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
                         symbol=c.chunk.symbol, language=c.chunk.language, score=round(c.score, 4), tiers=c.tiers,
-                        content_sha256=c.chunk.sha256, tokens=c.chunk.tokens,
-                        text=None if p.stub else neutralize(c.chunk.text), delivered=p.stub)
+                        content_sha256=c.chunk.sha256, tokens=c.chunk.tokens, text=p.text, delivered=p.stub,
+                        excerpt=p.excerpt)
 
     def _debug(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()
@@ -384,6 +393,13 @@ class Engine:
         return Debug(rewrite=rewrite, candidate_pool=ranked.pool_size, graph_added=ranked.graph_added,
                      reranker=ranked.reranker, assembled_tokens=tokens, query_class=ranked.qclass.name,
                      anchors=ranked.anchors.as_dict(), stages=stages.stages)
+
+
+def _head_line(outcome: Know | Miss) -> str:
+    """The first line of `context`'s text: the decision, inside the budget like everything else."""
+    if isinstance(outcome, Miss):
+        return f"miss: {outcome.reason}; next: {outcome.escalate_to}" + (f" ({outcome.detail})" if outcome.detail else "")
+    return f"know (confidence {outcome.confidence:.2f})"
 
 
 def _why(c: Candidate, state: Fresh) -> str:

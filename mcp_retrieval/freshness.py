@@ -16,7 +16,7 @@ from indexers.chunk import chunk_file
 from indexers.languages import language_for
 from indexers.safe_read import read_inside, stat_inside
 from indexers.store import Store, StoredChunk
-from indexers.tokens import count_tokens
+from indexers.tokens import budget_counts
 from indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source
 from mcp_retrieval.retrieve import Candidate
 
@@ -96,6 +96,6 @@ def rechunk(root: Path, path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> l
         return []
     text, _ = source
     chunks = chunk_file(path, text, language_for(path))
-    tokens = count_tokens([c.text for c in chunks]) if chunks else []
+    tokens = budget_counts([c.text for c in chunks]) if chunks else []
     return [StoredChunk(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
                         c.sha256, t, False) for c, t in zip(chunks, tokens)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 Tier = Literal["lexical", "dense", "path", "symbol", "graph", "rerank"]
 
@@ -64,17 +64,29 @@ class ChunkOut(BaseModel):
     tiers: list[Tier]
     content_sha256: str
     tokens: int
-    text: str | None
+    text: str | None = Field(description="what the window shows: the chunk, or an excerpt; null for a stub")
     delivered: bool = False
+    excerpt: bool = Field(False, description="true: the signature and the lines around what matched; the rest elided")
 
 
 class ContextResult(BaseModel):
+    """Structured content of `context`. The rendered window (head line, headers, bodies, stubs) is
+    the tool's text content and is not repeated here: each body travels once per channel."""
     know: Know | None = None
     miss: Miss | None = None
     chunks: list[ChunkOut] = Field(default_factory=list)
-    window: str = ""
     index: IndexStatus
     debug: Debug | None = None
+    _window: str = PrivateAttr("")
+
+    @property
+    def window(self) -> str:
+        """The rendered window (the text content), within `budget_tokens`."""
+        return self._window
+
+    @window.setter
+    def window(self, text: str) -> None:
+        self._window = text
 
 
 class PacketItem(BaseModel):

@@ -12,19 +12,20 @@ from typing import Annotated, Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import ServerMessageMetadata
 from mcp_types import (CallToolResult, CreateMessageRequest, CreateMessageResult, ModelPreferences, SamplingMessage,
                        TextContent)
 from mcp_types.version import is_version_at_least
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 import prompts
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
+from mcp_retrieval.neutralize import neutralize, scrub
 from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner
 from mcp_retrieval.validate import BadRequest, check_query
 
@@ -32,20 +33,52 @@ log = logging.getLogger("mcp_retrieval")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
-def _result(model, text: str) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)],
-                          structured_content=model.model_dump(mode="json"))
+def _result(model, render, window: str = "") -> CallToolResult:
+    """The one exit for tool results: every string of the structured content passes the control-tag
+    filter, and the text content is rendered from that filtered copy (plus the server-written
+    `window`, built from filtered parts), so no field can reach the client unfiltered."""
+    data = scrub(model.model_dump(mode="json"))
+    clean = type(model).model_validate(data)
+    return CallToolResult(content=[TextContent(type="text", text=render(clean, window))], structured_content=data)
+
+
+def one_line_error(exc: BaseException) -> str:
+    """A ToolError's text on one line, naming the argument: pydantic's multi-line report (with its
+    documentation URL) becomes `name: what was wrong (got value)`, joined by `; `."""
+    cause = exc.__cause__
+    if isinstance(cause, ValidationError):
+        parts = []
+        for err in cause.errors(include_url=False):
+            name = ".".join(str(p) for p in err["loc"]) or "arguments"
+            got = "" if err["type"] == "missing" else f" (got {err.get('input')!r:.60})"
+            parts.append(f"{name}: {err['msg'].lower()}{got}")
+        text = "invalid arguments: " + "; ".join(parts) + " — see the tool's input schema"
+    else:
+        text = str(exc)
+    return neutralize(" ".join(text.split()))[:500]
+
+
+class RetrievalServer(MCPServer):
+    """MCPServer whose tool errors leave as one neutralised line (argument errors included)."""
+
+    async def call_tool(self, name, arguments, context=None):
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            raise ToolError(one_line_error(exc)) from None
 
 
 async def _call(fn, *args, **kwargs):
     try:
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
     except BadRequest as exc:
-        raise ToolError(str(exc)) from None
+        raise ToolError(neutralize(str(exc))) from None
     except Exception as exc:  # never a bare "Error executing tool": say what happened and what to do
         log.exception("%s failed", getattr(fn, "__name__", "tool"))
-        raise ToolError(f"internal error ({type(exc).__name__}: {str(exc)[:200]}); the index is unchanged — "
-                        "retry, or call reindex if it persists") from None
+        raise ToolError(neutralize(f"internal error ({type(exc).__name__}: {' '.join(str(exc).split())[:200]}); "
+                                   "the index is unchanged — retry, or call reindex if it persists")) from None
 
 
 def _progress_reporter(ctx: Context | None):
@@ -148,13 +181,15 @@ def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any) -> HostOu
     return resolved if isinstance(resolved, HostOutcome) else HostOutcome("skipped", "off")
 
 
-def render_context(r: ContextResult) -> str:
-    head = (f"know (confidence {r.know.confidence:.2f})" if r.know else
-            f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else ""))
-    return head + "\n" + r.window
+def render_context(r: ContextResult, window: str) -> str:
+    return window  # the head line is part of the window, inside the budget
 
 
-def render_packet(r: PacketResult) -> str:
+def render_json(r, window: str = "") -> str:
+    return json.dumps(r.model_dump(mode="json"), indent=1)
+
+
+def render_packet(r: PacketResult, window: str = "") -> str:
     if r.miss:
         return f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else "")
     lines = [f"know (confidence {r.know.confidence:.2f})"]
@@ -165,7 +200,7 @@ def render_packet(r: PacketResult) -> str:
 
 
 def build_server(engine: Engine) -> MCPServer:
-    server = MCPServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
+    server = RetrievalServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
     understand_query = host_understanding(engine.sampling)
 
     @server.tool(description=prompts.load("context"))
@@ -185,7 +220,7 @@ def build_server(engine: Engine) -> MCPServer:
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
                         sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug,
                         host=_host_outcome(engine.sampling, query, host))
-        return _result(r, render_context(r))
+        return _result(r, render_context, r.window)
 
     @server.tool(description=prompts.load("packet"))
     async def packet(
@@ -202,7 +237,7 @@ def build_server(engine: Engine) -> MCPServer:
         r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
                         task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug,
                         host=_host_outcome(engine.sampling, query, host))
-        return _result(r, render_packet(r))
+        return _result(r, render_packet)
 
     @server.tool(description=prompts.load("query_graph"))
     async def query_graph(
@@ -213,7 +248,7 @@ def build_server(engine: Engine) -> MCPServer:
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
     ) -> GraphResult:
         r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind)
-        return _result(r, json.dumps(r.model_dump(mode="json"), indent=1))
+        return _result(r, render_json)
 
     @server.tool(description=prompts.load("reindex"))
     async def reindex(
@@ -223,12 +258,12 @@ def build_server(engine: Engine) -> MCPServer:
         ctx: Context | None = None,
     ) -> ReindexResult:
         r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx))
-        return _result(r, json.dumps(r.model_dump(mode="json"), indent=1))
+        return _result(r, render_json)
 
     @server.resource("index://status", name="index-status", description="index freshness and size",
                      mime_type="application/json")
     def index_status() -> str:
-        return engine.status().model_dump_json(indent=1)
+        return json.dumps(scrub(engine.status().model_dump(mode="json")), indent=1)
 
     return server
 

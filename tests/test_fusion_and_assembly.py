@@ -4,7 +4,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from indexers.store import StoredChunk
-from mcp_retrieval.assemble import HEADER_TOKENS, STUB_TOKENS, assemble, render_window
+from indexers.tokens import budget_counts, budget_tokens
+from mcp_retrieval.assemble import assemble, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
 
@@ -35,35 +36,58 @@ def test_rrf_rewards_agreement_between_tiers():
     assert order(scores)[0] == "b"
 
 
-@settings(max_examples=200)
-@given(st.lists(st.tuples(st.integers(1, 3000), st.floats(0.01, 1.0)), min_size=1, max_size=40),
-       st.integers(256, 8000), st.integers(1, 64), st.sets(st.integers(0, 39), max_size=10))
-def test_assembled_tokens_never_exceed_the_budget(specs, budget, max_chunks, delivered_idx):
-    candidates = [make_candidate(i, tokens, score) for i, (tokens, score) in enumerate(specs)]
+def make_text(i: int, lines: int, word: str) -> str:
+    body = "\n".join(f"    value_{i}_{n} = {word} + compute(total_{n}, factor)" for n in range(lines))
+    return f"def function_{i}(order, factor):\n{body}\n    return value_{i}_0\n"
+
+
+texts = st.tuples(st.integers(0, 150), st.sampled_from(["x", "discount", "Q" * 3000, "<mcp-retrieval:chunk/>",
+                                                          "caf\u00e9 \u4e2d\u6587", "&lt;b&gt;"]))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(texts, st.floats(0.01, 1.0)), min_size=1, max_size=30),
+       st.integers(40, 9000), st.integers(1, 64), st.sets(st.integers(0, 29), max_size=10), st.booleans())
+def test_the_rendered_window_never_exceeds_the_budget(specs, budget, max_chunks, delivered_idx, with_terms):
+    candidates = []
+    for i, ((lines, word), score) in enumerate(specs):
+        text = make_text(i, lines, word)
+        candidates.append(make_candidate(i, budget_counts([text])[0], score, text))
     delivered = {candidates[i].chunk.sha256 for i in delivered_idx if i < len(candidates)}
-    placed = assemble(candidates, budget=budget, max_chunks=max_chunks, delivered=delivered)
-    cost = sum(STUB_TOKENS if p.stub else p.candidate.chunk.tokens + HEADER_TOKENS for p in placed)
-    assert cost <= budget
-    assert sum(not p.stub for p in placed) <= max_chunks
-    assert all(p.stub == (p.candidate.chunk.sha256 in delivered) for p in placed)
-    scores = [p.candidate.score for p in placed]
-    assert scores == sorted(scores, reverse=True)  # strongest evidence first
+    head = "know (confidence 0.83)"
+    window = assemble(candidates, budget=budget, max_chunks=max_chunks, delivered=delivered, head=head,
+                      query_terms=frozenset({"discount", "compute"}) if with_terms else frozenset())
+    assert window.tokens == budget_tokens(window.text) <= budget
+    assert window.text.startswith(head)
+    assert sum(not p.stub for p in window.placed) <= max_chunks
+    assert all(p.stub == (p.candidate.chunk.sha256 in delivered) for p in window.placed)
+    assert window.text == render_window(window.placed, head)
+
+
+def test_a_chunk_bigger_than_the_budget_comes_as_its_signature_and_matching_lines():
+    text = make_text(1, 300, "x").replace("value_1_150 = x", "value_1_150 = apply_discount(order)")
+    c = make_candidate(1, budget_counts([text])[0], 1.0, text)
+    window = assemble([c], budget=400, max_chunks=5, head="know", query_terms=frozenset({"apply", "discount"}))
+    assert len(window.placed) == 1 and window.placed[0].excerpt
+    shown = window.placed[0].text
+    assert shown.startswith("def function_1(order, factor):") and "apply_discount(order)" in shown
+    assert "elided" in shown and 'excerpt="' in window.text and window.tokens <= 400
 
 
 def test_near_duplicates_are_dropped_and_the_budget_goes_to_new_evidence():
     same = "def parse(x):\n    return int(x.strip()) + offset_value * factor_value\n"
     a, b = make_candidate(1, 50, 1.0, same), make_candidate(2, 50, 0.9, same)
     c = make_candidate(3, 50, 0.5)
-    placed = assemble([a, b, c], budget=6000, max_chunks=10)
+    placed = assemble([a, b, c], budget=6000, max_chunks=10).placed
     ids = [p.candidate.chunk.id for p in placed]
     assert a.chunk.id in ids and c.chunk.id in ids and b.chunk.id not in ids
 
 
 def test_delivered_chunks_become_stubs_that_free_budget_for_the_next_candidates():
-    cands = [make_candidate(i, 400, 1.0 - i / 100) for i in range(10)]
-    first = assemble(cands, budget=1500, max_chunks=20)
+    cands = [make_candidate(i, 400, 1.0 - i / 100, make_text(i, 30, "x")) for i in range(10)]
+    first = assemble(cands, budget=1500, max_chunks=20).placed
     delivered = {p.candidate.chunk.sha256 for p in first}
-    second = assemble(cands, budget=1500, max_chunks=20, delivered=delivered)
+    second = assemble(cands, budget=1500, max_chunks=20, delivered=delivered).placed
     assert {p.candidate.chunk.id for p in second if p.stub} == {p.candidate.chunk.id for p in first}
     assert any(not p.stub for p in second)  # freed budget refilled with new evidence
     window = render_window(second)
