@@ -207,13 +207,13 @@ def build_server(engine: Engine) -> MCPServer:
     async def context(
         query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
         session_id: Annotated[str | None, Field(description="stable id of your task; repeats become stubs")] = None,
-        budget_tokens: Annotated[int, Field(description="token budget for the window, 256-64000")] = 6000,
-        max_chunks: Annotated[int, Field(description="at most this many full chunks, 1-64")] = 20,
+        budget_tokens: Annotated[int, Field(description="token budget for the window, 256-64000", strict=True)] = 6000,
+        max_chunks: Annotated[int, Field(description="at most this many full chunks, 1-64", strict=True)] = 20,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
-        ignore_delivered: Annotated[bool, Field(description="full text even if delivered before")] = False,
-        debug: Annotated[bool, Field(description="include the stage report")] = False,
+        ignore_delivered: Annotated[bool, Field(description="full text even if delivered before", strict=True)] = False,
+        debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
         r = await _call(engine.context, query, session_id=session_id, budget_tokens=budget_tokens,
@@ -226,12 +226,12 @@ def build_server(engine: Engine) -> MCPServer:
     async def packet(
         query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
         session_id: Annotated[str | None, Field(description="stable id of your task")] = None,
-        max_items: Annotated[int, Field(description="pointers to return, 1-50")] = 12,
+        max_items: Annotated[int, Field(description="pointers to return, 1-50", strict=True)] = 12,
         active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
         task: Annotated[str, Field(description="explain | edit | debug | review")] = "explain",
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
-        debug: Annotated[bool, Field(description="include the stage report")] = False,
+        debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> PacketResult:
         r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
@@ -243,8 +243,8 @@ def build_server(engine: Engine) -> MCPServer:
     async def query_graph(
         node: Annotated[str, Field(description="symbol (Session.request), qualified name, or workspace path")],
         relation: Annotated[str, Field(description="defines|references|callers|callees|imports|imported_by|neighbors")] = "neighbors",
-        depth: Annotated[int, Field(description="hops, 1-3")] = 1,
-        limit: Annotated[int, Field(description="maximum nodes returned, 1-500")] = 50,
+        depth: Annotated[int, Field(description="hops, 1-3", strict=True)] = 1,
+        limit: Annotated[int, Field(description="maximum nodes returned, 1-500", strict=True)] = 50,
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
     ) -> GraphResult:
         r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind)
@@ -253,8 +253,8 @@ def build_server(engine: Engine) -> MCPServer:
     @server.tool(description=prompts.load("reindex"))
     async def reindex(
         paths: Annotated[list[str] | None, Field(description="workspace-relative files or folders; default all")] = None,
-        full: Annotated[bool, Field(description="re-read everything, not only what changed")] = False,
-        wait: Annotated[bool, Field(description="false: return now, index in the background")] = True,
+        full: Annotated[bool, Field(description="re-read everything, not only what changed", strict=True)] = False,
+        wait: Annotated[bool, Field(description="false: return now, index in the background", strict=True)] = True,
         ctx: Context | None = None,
     ) -> ReindexResult:
         r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx))
