@@ -116,7 +116,10 @@ class Indexer:
 
     # --- lexical, graph and manifest ------------------------------------------------------
     def sync(self, paths: Iterable[str] | None = None, *, full: bool = False,
-             progress: Progress | None = None) -> SyncResult:
+             progress: Progress | None = None, should_stop: Callable[[], bool] | None = None) -> SyncResult:
+        """Bring the lexical index, graph and manifest up to date. `should_stop` is polled between
+        files: when it turns true the batch in hand is committed and the sync returns, leaving a
+        consistent index whose manifest says exactly which files the next sync must redo."""
         started = time.perf_counter()
         if not self.root.is_dir():  # unmounted or deleted: keep the last good index rather than empty it
             raise FileNotFoundError(f"workspace root {self.root} is gone; the index is left as it was")
@@ -134,12 +137,13 @@ class Indexer:
             candidates = [e for p, e in seen.items()
                           if full or p not in manifest or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]
             skipped: Counter[str] = Counter(stats.skipped)
-            self._apply(candidates, removed, manifest, result, skipped, progress)
+            self._apply(candidates, removed, manifest, result, skipped, progress, should_stop)
             result.skipped = dict(skipped)
         result.duration_ms = _ms(started)
         return result
 
-    def _apply(self, candidates, removed, manifest, result: SyncResult, skipped: Counter, progress) -> None:
+    def _apply(self, candidates, removed, manifest, result: SyncResult, skipped: Counter, progress,
+               should_stop: Callable[[], bool] | None = None) -> None:
         touched: list[FileRecord] = []
         batch: list[tuple[FileRecord, str, list[Chunk], tuple]] = []
         timings = Counter()
@@ -148,6 +152,8 @@ class Indexer:
             self._flush([], removed, result, timings)
             result.files_removed = len(removed)
         for n, entry in enumerate(candidates, 1):
+            if should_stop is not None and should_stop():
+                break
             t0 = time.perf_counter()
             source = read_source(self.root, entry.path, self.max_file_bytes)
             if isinstance(source, str):  # vanished, unreadable or binary since the walk

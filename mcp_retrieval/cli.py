@@ -29,6 +29,13 @@ def _non_negative(text: str) -> int:
     return value
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mcp-retrieval", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -38,6 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--no-watch", action="store_true", help="do not watch the root for changes")
+    serve.add_argument("--max-sessions", type=_positive, default=500,
+                       help="streamable-HTTP sessions kept at once; past it the idlest is ended (default 500)")
     serve.add_argument("--auth-token", default=None, help="bearer token (required off loopback; "
                                                           "or MCP_RETRIEVAL_AUTH_TOKEN)")
     serve.add_argument("--understand", default="off", choices=["off", "sampling"],

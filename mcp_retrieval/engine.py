@@ -174,7 +174,7 @@ class Engine:
                 with self._work_lock:
                     self.indexing = True
                     try:
-                        self.indexer.sync(paths, full=full)
+                        self.indexer.sync(paths, full=full, should_stop=self._stop.is_set)
                     finally:
                         self.indexing = False
                 while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in

@@ -43,7 +43,7 @@ def serve(config: Config, args) -> int:
         else:
             import uvicorn
 
-            app = http_app(server, args.transport, args.host, token)
+            app = http_app(server, args.transport, args.host, token, args.max_sessions)
             config_u = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
             anyio.run(uvicorn.Server(config_u).serve)
     except KeyboardInterrupt:

@@ -297,8 +297,42 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
-def http_app(server: MCPServer, transport: str, host: str, auth_token: str | None):
+MAX_HTTP_SESSIONS = 500
+HTTP_SESSION_IDLE_S = 30 * 60
+
+
+def evict_idlest_when_full(manager) -> None:
+    """A flood of idle streamable-HTTP sessions must not lock the next client out. The SDK refuses
+    new sessions with 503 at `max_sessions` until its idle expiry (30 min); here, at the limit, the
+    session idle the longest (no request in flight, earliest idle deadline) is ended instead and the
+    new one admitted. Its next request gets 404, and per the MCP spec its client re-initialises.
+    Only when every session has a request in flight is a new one refused (genuine overload).
+    This wraps the SDK's session admission (a private method, pinned by tests/test_http.py)."""
+    admit = manager._admit_session
+
+    def admit_or_evict(requestor):
+        sessions = manager._server_instances
+        if manager.max_sessions is not None and len(sessions) >= manager.max_sessions:
+            idle = [(t.idle_scope.deadline, sid) for sid, t in sessions.items()
+                    if t.idle_scope is not None and not getattr(t, "_requests_in_flight", 0)]
+            if idle:
+                _, sid = min(idle)
+                transport = sessions.pop(sid)
+                manager._session_owners.pop(sid, None)
+                transport.idle_scope.cancel()  # its server task ends and terminates the transport
+                log.info("evicted idle HTTP session %s to admit a new client", sid[:12])
+        return admit(requestor)
+
+    manager._admit_session = admit_or_evict
+
+
+def http_app(server: MCPServer, transport: str, host: str, auth_token: str | None,
+             max_sessions: int = MAX_HTTP_SESSIONS):
     security = transport_security(host)
-    app = (server.streamable_http_app(transport_security=security, host=host) if transport == "streamable-http"
-           else server.sse_app(transport_security=security, host=host))
+    if transport == "streamable-http":
+        app = server.streamable_http_app(transport_security=security, host=host, max_sessions=max_sessions,
+                                         session_idle_timeout=HTTP_SESSION_IDLE_S)
+        evict_idlest_when_full(server.session_manager)
+    else:
+        app = server.sse_app(transport_security=security, host=host)
     return BearerAuth(app, auth_token) if auth_token else app

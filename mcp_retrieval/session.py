@@ -10,6 +10,7 @@ clean shutdown, and at most every `save_every_s` after a delivery, so a server i
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import logging
@@ -79,26 +80,56 @@ class SessionRegister:
 
     # --- persistence ------------------------------------------------------------------------
     def save(self) -> None:
+        """Write the register, merged with what another server on the same index directory saved
+        (an flock serialises savers; per session the union of deliveries, the later timestamp),
+        so two servers never overwrite each other's sessions."""
         if self.persist_path is None:
             return
-        with self._lock:
-            data = {k: [t, list(seen)] for k, (t, seen) in self._sessions.items()}
-            self._saved_at = time.monotonic()
-        tmp = self.persist_path.with_suffix(f".{threading.get_ident()}.tmp")  # two savers never share one
+        lock_path = self.persist_path.with_suffix(".lock")
         try:
+            fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+        except OSError as exc:
+            log.warning("could not persist sessions: %s", exc)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            on_disk = self._read()
+            with self._lock:
+                for key, (stamp, shas) in on_disk.items():
+                    mine = self._sessions.get(key)
+                    merged = OrderedDict.fromkeys(shas)
+                    if mine is not None:
+                        merged.update(mine[1])
+                        stamp = max(stamp, mine[0])
+                    while len(merged) > MAX_PER_SESSION:
+                        merged.popitem(last=False)
+                    self._sessions[key] = (stamp, merged)
+                now = time.time()
+                ordered = sorted((kv for kv in self._sessions.items() if now - kv[1][0] <= self.ttl_s),
+                                 key=lambda kv: kv[1][0])[-self.max_sessions:]
+                self._sessions = OrderedDict(ordered)
+                data = {k: [t, list(seen)] for k, (t, seen) in self._sessions.items()}
+                self._saved_at = time.monotonic()
+            tmp = self.persist_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
             tmp.write_text(json.dumps(data))
             os.replace(tmp, self.persist_path)  # atomic: a crash leaves the old file
         except OSError as exc:
             log.warning("could not persist sessions: %s", exc)
+        finally:
+            os.close(fd)  # releases the flock
 
-    def _load(self) -> None:
+    def _read(self) -> dict[str, tuple[float, list[str]]]:
         if self.persist_path is None or not self.persist_path.is_file():
-            return
+            return {}
         try:
             data = json.loads(self.persist_path.read_text())
-            now = time.time()
-            for key, (stamp, shas) in sorted(data.items(), key=lambda kv: kv[1][0]):
-                if now - stamp <= self.ttl_s:
-                    self._sessions[key] = (stamp, OrderedDict.fromkeys(shas[-MAX_PER_SESSION:]))
-        except (OSError, ValueError, TypeError) as exc:
+            return {str(k): (float(v[0]), [str(s) for s in v[1]][-MAX_PER_SESSION:]) for k, v in data.items()}
+        except (OSError, ValueError, TypeError, IndexError) as exc:
             log.warning("ignoring unreadable session file %s: %s", self.persist_path, exc)
+            return {}
+
+    def _load(self) -> None:
+        now = time.time()
+        for key, (stamp, shas) in sorted(self._read().items(), key=lambda kv: kv[1][0]):
+            if now - stamp <= self.ttl_s:
+                self._sessions[key] = (stamp, OrderedDict.fromkeys(shas))

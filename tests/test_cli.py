@@ -1,9 +1,14 @@
 import json
+import os
+import time
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from mcp_retrieval import Config, Engine
 from mcp_retrieval.cli import build_parser
 
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
@@ -46,3 +51,24 @@ def test_index_status_context_packet_and_graph_from_the_shell(workspace, tmp_pat
 def test_a_missing_root_is_a_one_line_error(tmp_path):
     r = run_cli("status", "--root", str(tmp_path / "nope"), tmp_path=tmp_path)
     assert r.returncode == 2 and "not a directory" in r.stderr
+
+
+@pytest.mark.timeout(180)
+def test_closing_stdin_during_a_full_index_ends_the_server_and_leaves_an_index_that_answers(tmp_path):
+    from tests.test_fresh_and_safe import make_big_workspace
+
+    root = tmp_path / "big"
+    make_big_workspace(root, n_files=1500)
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "hash"}
+    proc = subprocess.Popen([sys.executable, "-m", "mcp_retrieval", "serve", "--root", str(root), "--index-dir",
+                             str(tmp_path / "idx"), "--no-watch"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env=env)
+    time.sleep(3)  # the background index is under way
+    proc.stdin.close()
+    proc.wait(timeout=30)  # was ~90 s: the index now stops between files
+    cfg = Config.resolve(root, tmp_path / "idx", persist_sessions=False, embedder="hash")
+    cfg.cache_dir = tmp_path / "cache"
+    engine = Engine(cfg)
+    engine.reindex()
+    assert engine.status().files == 1500
+    engine.close()

@@ -112,3 +112,31 @@ def test_host_sampling_works_over_the_http_transports(workspace, tmp_path, trans
                 assert len(host.asked) == 1
 
         anyio.run(go)
+
+
+def open_raw_session(url: str) -> str:
+    """An initialize over plain HTTP that is then left idle (a flooding client)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                       "clientInfo": {"name": "flood", "version": "0"}}}
+    r = httpx.post(url, json=body, headers={"Accept": "application/json, text/event-stream"})
+    assert r.status_code == 200, r.text
+    return r.headers["mcp-session-id"]
+
+
+@pytest.mark.timeout(180)
+def test_a_flood_of_idle_http_sessions_does_not_lock_out_the_next_client(workspace, tmp_path):
+    with serving(workspace, tmp_path, "streamable-http", "--max-sessions", "10") as port:
+        url = f"http://127.0.0.1:{port}/mcp"
+        flood = [open_raw_session(url) for _ in range(40)]  # four times the cap, all left idle
+        assert len(set(flood)) == 40
+
+        async def go():
+            async with Client(url) as client:
+                await exercise(client)
+
+        anyio.run(go)
+        body = {"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}}
+        r = httpx.post(url, json=body, headers={"Accept": "application/json, text/event-stream",
+                                                "mcp-session-id": flood[0], "mcp-protocol-version": "2025-06-18"})
+        assert r.status_code == 404  # the idlest was ended to make room; its client re-initialises

@@ -69,3 +69,17 @@ def test_a_killed_server_keeps_what_it_saved_during_the_run(tmp_path):
     lazy = SessionRegister(persist_path=tmp_path / "lazy.json", save_every_s=3600)
     lazy.record("s", ["c3"])
     assert not (tmp_path / "lazy.json").exists()  # within the interval nothing is written
+
+
+def test_two_servers_on_one_index_directory_keep_each_others_sessions(tmp_path):
+    path = tmp_path / "sessions.json"
+    first = SessionRegister(persist_path=path)
+    second = SessionRegister(persist_path=path)
+    first.record("alice", ["a1"])
+    second.record("bob", ["b1"])
+    second.record("alice", ["a2"])
+    first.save()
+    second.save()
+    third = SessionRegister(persist_path=path)
+    assert third.delivered("alice") == {"a1", "a2"}
+    assert third.delivered("bob") == {"b1"}
