@@ -31,7 +31,7 @@ from indexers.store import PRIORITY_LAST, FileRecord, Store
 from indexers.symbols import extract
 from indexers.tokens import budget_counts
 from indexers.vectors import VectorIndex
-from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, walk
+from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, suspiciously_small, walk
 
 log = logging.getLogger(__name__)
 BATCH_FILES = 200
@@ -55,6 +55,7 @@ class SyncResult:
     embeddings_reused: int = 0
     duration_ms: float = 0.0
     skipped: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
 
@@ -132,6 +133,9 @@ class Indexer:
                     if _in_scope(e.path, scopes)}
             result.timings_ms["walk"] = _ms(t0)
             result.files_scanned = len(seen)
+            if scopes is None and (warning := suspiciously_small(self.root, len(seen))):
+                log.warning(warning)
+                result.warnings.append(warning)
             manifest = self.store.files()
             removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
             candidates = [e for p, e in seen.items()

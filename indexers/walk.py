@@ -1,9 +1,11 @@
 """Walk a workspace the way git would see it, and say why anything was skipped.
 
-Honours nested `.gitignore` files, `.git/info/exclude` and `.mcp-retrieval-ignore`
-(gitignore syntax, matched with pathspec); prunes vendored and generated trees; skips
-binaries, oversized files and symlinks that leave the root. Never raises for one bad file:
-the file is skipped and the reason counted.
+The file list is git's own (`indexers.listing`: tracked + untracked-not-ignored, or git's rules
+through an empty repository outside git), so `.gitignore` semantics are exactly git's; on top,
+`.mcp-retrieval-ignore` (gitignore syntax), pruned dependency/build trees, generated, binary and
+oversized files, and links that leave the root are skipped. Without git installed, nested
+`.gitignore` files and `.git/info/exclude` are matched with pathspec instead. Never raises for
+one bad file: the file is skipped and the reason counted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 
 import pathspec
 
+from indexers.listing import git_listing
 from indexers.safe_read import read_inside
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -34,7 +37,8 @@ BINARY_SUFFIXES = frozenset({
     ".jar", ".onnx", ".bin", ".pt", ".npy", ".npz", ".parquet", ".lance", ".db", ".sqlite", ".woff",
     ".woff2", ".ttf", ".otf", ".mp3", ".mp4", ".wav", ".mov", ".fits", ".h5", ".hdf5", ".pkl",
 })
-IGNORE_FILES = (".gitignore", ".mcp-retrieval-ignore")
+OUR_IGNORE_FILE = ".mcp-retrieval-ignore"
+IGNORE_FILES = (".gitignore", OUR_IGNORE_FILE)
 
 
 @dataclass(frozen=True)
@@ -61,11 +65,14 @@ def _load_spec(root: Path, rel: str) -> pathspec.GitIgnoreSpec | None:
 
 
 class IgnoreRules:
-    """Gitignore rules keyed by the directory they live in; deeper rules win, as in git."""
+    """Gitignore rules keyed by the directory they live in; deeper rules win, as in git. `files`:
+    the ignore files read in each directory (only `.mcp-retrieval-ignore` when git already
+    applied its own rules)."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, files: tuple[str, ...] = IGNORE_FILES, git_exclude: bool = True):
         self.root = root
-        spec = _load_spec(root, ".git/info/exclude")
+        self.files = files
+        spec = _load_spec(root, ".git/info/exclude") if git_exclude else None
         self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {"": [spec] if spec else []}
         self._entered: set[str] = set()
 
@@ -73,7 +80,7 @@ class IgnoreRules:
         if rel_dir in self._entered:
             return
         self._entered.add(rel_dir)
-        specs = [s for name in IGNORE_FILES if (abs_dir / name).is_file()
+        specs = [s for name in self.files if (abs_dir / name).is_file()
                  and (s := _load_spec(self.root, f"{rel_dir}/{name}" if rel_dir else name))]
         if rel_dir == "":
             self._specs[""] = self._specs[""] + specs
@@ -100,10 +107,35 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
 
-def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None) -> Iterator[FileEntry]:
-    """Yield indexable files under `root`, in a stable (sorted) order."""
+def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None,
+         use_git: bool = True) -> Iterator[FileEntry]:
+    """Yield indexable files under `root`, in a stable (sorted) order: the files git shows
+    (`indexers.listing`), minus `.mcp-retrieval-ignore`, pruned, generated, binary, oversized and
+    linked-out files. Without git, the same through the built-in matcher."""
     root = root.resolve()
     stats = stats if stats is not None else WalkStats()
+    listed = git_listing(root) if use_git else None
+    if listed is None:
+        yield from _walk_tree(root, max_file_bytes, stats)
+        return
+    paths, n_ignored = listed
+    stats.skipped["ignored"] += n_ignored
+    rules = IgnoreRules(root, files=(OUR_IGNORE_FILE,), git_exclude=False)
+    for rel in paths:
+        parts = rel.split("/")
+        if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+            stats.skipped["pruned_dir"] += 1
+            continue
+        for depth in range(len(parts) - 1):
+            rules.enter("/".join(parts[:depth]), root.joinpath(*parts[:depth]))
+        entry = _check_file(root, root / rel, rel, rules, max_file_bytes, stats)
+        if entry is not None:
+            stats.files += 1
+            yield entry
+
+
+def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[FileEntry]:
+    """The walk without git: os.walk with the built-in gitignore matcher."""
     rules = IgnoreRules(root)
     visited: set[tuple[int, int]] = set()
 
@@ -186,3 +218,26 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     if is_binary(got.data[:8192]):
         return "binary"
     return got.data.decode("utf-8", errors="replace"), file_sha256(got.data)
+
+
+def files_on_disk(root: Path, limit: int = 2000) -> int:
+    """Regular files under `root` outside `.git` and pruned trees, counted up to `limit`."""
+    n = 0
+    for _, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = [d for d in dirnames if d not in PRUNED_DIRS]
+        n += len(filenames)
+        if n >= limit:
+            break
+    return n
+
+
+def suspiciously_small(root: Path, indexed: int) -> str | None:
+    """A warning when the ignore rules leave far fewer files than the tree holds (a `.gitignore`
+    of `*` with re-includes that the matcher got wrong, a stray `.mcp-retrieval-ignore`)."""
+    if indexed >= 200:
+        return None
+    on_disk = files_on_disk(root)
+    if on_disk >= 50 and indexed * 5 <= on_disk:
+        return (f"only {indexed} of {on_disk}{'+' if on_disk >= 2000 else ''} files under {root} are indexed: "
+                "check .gitignore and .mcp-retrieval-ignore (skipped counts are in the reindex result)")
+    return None

@@ -160,7 +160,7 @@ class Engine:
                              files_removed=result.files_removed, chunks_added=result.chunks_added,
                              chunks_removed=result.chunks_removed, chunks_embedded=embedded,
                              embeddings_reused=reused, duration_ms=round((time.perf_counter() - started) * 1000, 1),
-                             skipped=result.skipped, index=self.status())
+                             skipped=result.skipped, warnings=result.warnings, index=self.status())
 
     def start_background(self, paths: list[str] | None = None, full: bool = False) -> None:
         """Lexical sync then embeddings, in a worker thread; answers keep flowing meanwhile."""

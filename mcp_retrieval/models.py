@@ -144,5 +144,6 @@ class ReindexResult(BaseModel):
     embeddings_reused: int
     duration_ms: float
     skipped: dict[str, int] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
     background: bool = False
     index: IndexStatus

@@ -33,3 +33,43 @@ def test_a_file_that_vanished_is_a_skip_reason(workspace):
 def test_mcp_retrieval_ignore_file_is_honoured(workspace):
     (workspace / ".mcp-retrieval-ignore").write_text("docs/\n")
     assert not any(e.path.startswith("docs/") for e in walk(workspace))
+
+
+GITIGNORES = {
+    ".gitignore": "*\n!*.*\n!*/\n!**/Makefile\n**/logs\n/anchored.txt\nbuild/\n*.tmp\n!keep.tmp\n",
+    "pkg/.gitignore": "secret*\n!secret_ok.go\n/local_only.go\n",
+    "pkg/deep/.gitignore": "!*.tmp\n",
+}
+FILES = ["Makefile", "README", "main.go", "anchored.txt", "sub/anchored.txt", "build/out.go", "pkg/build/x.go",
+         "a.tmp", "keep.tmp", "pkg/secret.go", "pkg/secret_ok.go", "pkg/local_only.go", "pkg/sub/local_only.go",
+         "pkg/deep/b.tmp", "core/logs/app.go", "core/logx/logx.go", "core/noext", "tools/Makefile"]
+
+
+def make_ignore_tree(root):
+    for rel, text in GITIGNORES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    for rel in FILES:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("package x\n")
+
+
+def test_ignore_semantics_are_gits_own_inside_and_outside_a_git_work_tree(tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        import pytest
+        pytest.skip("git is not installed")
+    repo, plain = tmp_path / "repo", tmp_path / "plain"
+    for root in (repo, plain):
+        root.mkdir()
+        make_ignore_tree(root)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    out = subprocess.run(["git", "-C", str(repo), "ls-files", "--cached", "--others", "--exclude-standard"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    expected = {p for p in out if not p.endswith(".gitignore")}
+    assert "core/logx/logx.go" in expected and "pkg/secret_ok.go" in expected  # re-included by negations
+    assert "core/logs/app.go" not in expected and "pkg/local_only.go" not in expected
+    assert {e.path for e in walk(repo)} == expected
+    assert {e.path for e in walk(plain)} == expected  # outside git: git's rules through an empty repository

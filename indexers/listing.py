@@ -1,0 +1,88 @@
+"""Which files of a root git would show: git's own ignore semantics, not a re-implementation.
+
+Inside a git work tree: the tracked files plus the untracked ones no ignore rule excludes
+(`git ls-files --cached --others --exclude-standard`). Outside git: the same rules applied by git
+itself, through a throw-away empty repository whose work tree is the root (every file is then
+"untracked", and `--exclude-standard` reads the root's `.gitignore` files exactly as git would:
+negations, anchors, `**`, directory-only patterns, re-included directories). Only when git is
+not installed does the walk fall back to its own matcher (pathspec), which is close but not
+exact (e.g. `*` + `!*/` re-includes directories in git, not in pathspec).
+
+Submodules are not entered (git lists the gitlink, not its files).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from indexers.safe_read import stat_inside
+
+log = logging.getLogger(__name__)
+GIT_TIMEOUT_S = 120
+
+
+def _git() -> str | None:
+    return shutil.which("git")
+
+
+def inside_work_tree(root: Path) -> bool:
+    git = _git()
+    if git is None:
+        return False
+    try:
+        out = subprocess.run([git, "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True,
+                             text=True, timeout=GIT_TIMEOUT_S, env=_quiet_env())
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.returncode == 0 and out.stdout.strip() == "true"
+
+
+def _quiet_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    return env
+
+
+def git_listing(root: Path) -> tuple[list[str], int] | None:
+    """(workspace-relative POSIX paths git shows under `root`, sorted; how many ignored entries —
+    files or whole folders — it left out), or None when git is missing or fails (the caller then
+    walks with its own matcher)."""
+    git = _git()
+    if git is None:
+        return None
+    env = _quiet_env()
+    base = [git, "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard"]
+    try:
+        if inside_work_tree(root):
+            return _run_listing(base, env, ["--cached"])
+        with tempfile.TemporaryDirectory(prefix="mcp-retrieval-git-") as empty:
+            init = subprocess.run([git, "init", "-q", "--bare", empty], capture_output=True,
+                                  timeout=GIT_TIMEOUT_S, env=env)
+            if init.returncode != 0:
+                return None
+            env.update(GIT_DIR=empty, GIT_WORK_TREE=str(root))
+            if not isinstance(stat_inside(root, ".git/info/exclude"), str):  # a copied or half-made .git
+                base.append(f"--exclude-from={root / '.git' / 'info' / 'exclude'}")
+            return _run_listing(base, env, [])
+    except (OSError, subprocess.SubprocessError, _GitFailed) as exc:
+        log.warning("git could not list %s (%s); using the built-in ignore matcher", root, exc)
+        return None
+
+
+class _GitFailed(RuntimeError):
+    pass
+
+
+def _run_listing(base: list[str], env: dict[str, str], extra: list[str]) -> tuple[list[str], int]:
+    shown = subprocess.run([*base, *extra], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
+    if shown.returncode != 0:
+        raise _GitFailed(shown.stderr.decode("utf-8", "replace").strip()[:200])
+    ignored = subprocess.run([*base, "--ignored", "--directory"], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
+    paths = {p for p in shown.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+    n_ignored = sum(1 for p in ignored.stdout.split(b"\0") if p) if ignored.returncode == 0 else 0
+    return sorted(paths), n_ignored
