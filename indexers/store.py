@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexers.chunk import Chunk
-from indexers.languages import is_test_path
+from indexers.languages import is_test_chunk
 
 PRIORITY_LAST = 3  # embed order: 0 code, 1 tests, 2 prose, 3 generated (see `embed_priority`)
 
@@ -65,9 +65,11 @@ class StoredChunk:
     sha256: str
     tokens: int
     embedded: bool
+    priority: int = 0  # embed order class: 0 code, 1 tests, 2 prose, 3 generated
 
 
 _CHUNK_COLUMNS = "id, path, start_line, end_line, symbol, kind, language, header, text, sha256, tokens, embedded"
+_READ_COLUMNS = _CHUNK_COLUMNS + ", priority"
 
 
 class Store:
@@ -162,13 +164,13 @@ class Store:
             for i in range(0, len(ids), 500):
                 part = ids[i: i + 500]
                 marks = ",".join("?" * len(part))
-                for row in self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
+                for row in self._db.execute(f"SELECT {_READ_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
                     out[row[0]] = _stored(row)
         return out
 
     def chunks_for_path(self, path: str) -> list[StoredChunk]:
         with self._lock:
-            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE path=? ORDER BY start_line",
+            rows = self._db.execute(f"SELECT {_READ_COLUMNS} FROM chunks WHERE path=? ORDER BY start_line",
                                     (path,)).fetchall()
         return [_stored(r) for r in rows]
 
@@ -182,7 +184,7 @@ class Store:
     def pending_chunks(self, limit: int, max_priority: int = PRIORITY_LAST) -> list[StoredChunk]:
         """Chunks without vectors, code first, then tests, prose, generated (see `embed_priority`)."""
         with self._lock:
-            rows = self._db.execute(f"SELECT {_CHUNK_COLUMNS} FROM chunks WHERE embedded=0 AND priority<=? "
+            rows = self._db.execute(f"SELECT {_READ_COLUMNS} FROM chunks WHERE embedded=0 AND priority<=? "
                                     "ORDER BY priority LIMIT ?", (max_priority, limit)).fetchall()
         return [_stored(r) for r in rows]
 
@@ -247,9 +249,9 @@ def embed_priority(chunk: Chunk) -> int:
         return PRIORITY_LAST
     if chunk.kind in ("section", "window"):
         return 2
-    return 1 if is_test_path(chunk.path) else 0
+    return 1 if is_test_chunk(chunk.path, chunk.symbol, chunk.language) else 0
 
 
 def _stored(row: tuple) -> StoredChunk:
     return StoredChunk(row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[8], row[9], row[10],
-                       bool(row[11]))
+                       bool(row[11]), row[12] if len(row) > 12 and row[12] is not None else 0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,7 +31,10 @@ PRUNED_DIRS = frozenset({
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages",
     "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
 })
-GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock"})
+GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock",
+                             "go.sum", "Gemfile.lock", "composer.lock", "Pipfile.lock", "flake.lock", "bun.lockb"})
+# Checksum lists and detached signatures: never the answer, often full of release names.
+_CHECKSUM_FILE = re.compile(r"(?i)^(sha(1|224|256|384|512)sums?|md5sums?|checksums?)(\.\w+)?$|\.(asc|sig|sha256|sha512|md5)$")
 BINARY_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".pdf", ".zip", ".gz", ".tgz", ".bz2",
     ".xz", ".7z", ".tar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
@@ -177,7 +181,8 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[Fi
 
 def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_bytes: int, stats: WalkStats) -> FileEntry | None:
     name = abs_path.name
-    if name in IGNORE_FILES or name in GENERATED_FILES or name.endswith((".min.js", ".min.css", ".map")):
+    if (name in IGNORE_FILES or name in GENERATED_FILES or name.endswith((".min.js", ".min.css", ".map"))
+            or _CHECKSUM_FILE.search(name)):
         stats.skipped["generated"] += 1
         return None
     if abs_path.suffix.lower() in BINARY_SUFFIXES:

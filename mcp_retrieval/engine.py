@@ -20,7 +20,7 @@ from indexers.analysis import terms
 from indexers.memory import return_freed_memory
 from indexers.tokens import budget_counts
 from indexers.update import IndexBusy, Indexer
-from mcp_retrieval import assemble, decide
+from mcp_retrieval import assemble, decide, file_rank
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import Fresh, FreshnessGate
 from mcp_retrieval.models import (ChunkOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
@@ -308,6 +308,10 @@ class Engine:
         candidates = ranked.candidates
         outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
                                 self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
+        with stages.run("files") as st:
+            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
+                                              partner_chunk=self._first_chunk)
+            st["detail"] = f"{len({c.chunk.path for c in candidates[:max_items]})} files in the first {max_items} items"
         items: list[PacketItem] = []
         if not isinstance(outcome, Miss):
             with stages.run("freshness") as st:
@@ -378,6 +382,11 @@ class Engine:
                 raise BadRequest("sub_queries must be a list of at most 3 strings")
             subs = [check_query(q)[0] for q in sub_queries]
         return active, prefix, subs
+
+    def _first_chunk(self, path: str) -> Candidate | None:
+        """The opening chunk of an indexed file (a header/source partner the pool lacked)."""
+        chunks = self.store.chunks_for_path(path)
+        return Candidate(chunk=chunks[0]) if chunks else None
 
     def _chunk_out(self, p: assemble.Placed) -> ChunkOut:
         c = p.candidate

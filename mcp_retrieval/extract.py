@@ -8,18 +8,23 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
-_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|c|h|cc|cpp|hpp|md|rst|"
+_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
+                   r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
+# `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.
+_SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
 _QUOTED = re.compile(r"\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'")
 _ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200})", re.M)
 _COMMON_WORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in into is it its
 not of on or should that the their then there these this to was we what when where which while who why will with
 would you your self none true false return def class import""".split())
-_FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml", "toml", "cfg", "html", "com", "org"})
+_FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml", "toml", "cfg", "html", "com", "org",
+                             "java", "go", "rs", "c", "h", "cc", "cpp", "hpp", "kt", "cs", "rb", "tsx", "jsx", "mjs",
+                             "vue", "swift", "scala", "php", "proto", "sh", "yml", "xml", "io", "dev", "net"})
 
 
 @dataclass
@@ -76,6 +81,10 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
+    for m in _SCOPED.finditer(query):  # `Type::method` reads like `Type.method` to the symbol index
+        dotted = re.sub(r"::|->", ".", m.group(1))
+        if dotted not in anchors.dotted:
+            anchors.dotted.append(dotted)
     for dotted in anchors.dotted:
         for part in dotted.split("."):
             if _code_like(part) or len(part) > 3:

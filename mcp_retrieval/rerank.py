@@ -21,7 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexers.languages import is_test_path
+from indexers.languages import is_test_chunk
+from indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,9 @@ _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelo
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
 PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
-_DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|announce|changelog|\.github)(/|$)", re.I)
+_DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
+                       re.I)
+PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
 
@@ -47,7 +50,8 @@ class RerankSignals:
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
-    bug_report = query_class == "debug"  # a bug report mentioning "docs" is still about code
+    # A bug report mentioning "docs" is still about code; so is a pasted issue, whatever its words.
+    bug_report = query_class == "debug" or len(query) >= PASTED_ISSUE_CHARS
     return RerankSignals(query=query, anchored_files=set(anchored_files),
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
@@ -60,6 +64,7 @@ class RerankWeights:
     fused: float = 0.75  # share of the fused rank score in the blend
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.5
+    generated_factor: float = 0.5
     prose_factor: float = 0.6
     prose_factor_bug_report: float = 0.35
     anchored_file_factor: float = 1.15
@@ -76,9 +81,12 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         why.append("defines a name in the question")
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
-    if not s.about_tests and is_test_path(c.chunk.path):
+    if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
         factor *= w.test_factor
-        why.append("test file, ranked after code")
+        why.append("test code, ranked after code")
+    if c.chunk.priority == PRIORITY_LAST:
+        factor *= w.generated_factor
+        why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
     return factor, why

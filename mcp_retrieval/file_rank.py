@@ -1,0 +1,108 @@
+"""File-level order for `packet`: pointers grouped by file, files ranked by their evidence.
+
+Chunk scores alone let one long file crowd a packet (its ten similar chunks push the second and
+third file of a multi-file fix out of the first items). Here a file's score is its best chunk's
+plus a diminishing share of its next two (several independent hits raise a file; a long file
+with many weak hits cannot outrun one strong match: the extra is bounded at 35% of the best),
+and each file shows at most `per_file` chunks before the next file gets its turn.
+
+C and C++ keep declarations and definitions apart: a header (`x.h`) and its source (`x.c`,
+`x.cpp`) in the same or a sibling `include`/`src` folder answer together, so a file whose
+partner ranks lower (or is not in the pool) lifts it to 80% of its own score.
+Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
+Pure: the store is read only through the `partner_chunk` callback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import PurePosixPath
+
+from mcp_retrieval.assemble import jaccard, shingles
+from mcp_retrieval.retrieve import Candidate
+
+SECOND_HIT_SHARE = 0.25
+THIRD_HIT_SHARE = 0.10
+PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
+NEAR_DUPLICATE = 0.9
+HEADERS = (".h", ".hh", ".hpp", ".hxx")
+SOURCES = (".c", ".cc", ".cpp", ".cxx")
+_SWAP_DIRS = {"include": "src", "src": "include", "inc": "src"}
+
+
+def file_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
+    by_file: dict[str, list[float]] = {}
+    for c in candidates:
+        by_file.setdefault(c.chunk.path, []).append(c.score)
+    out = {}
+    for path, scores in by_file.items():
+        top = sorted(scores, reverse=True)[:3] + [0.0, 0.0]
+        out[path] = top[0] + SECOND_HIT_SHARE * top[1] + THIRD_HIT_SHARE * top[2]
+    return out
+
+
+def partners(path: str) -> list[str]:
+    """Paths that could hold the other half of a C/C++ header/source pair."""
+    p = PurePosixPath(path)
+    suffix = p.suffix.lower()
+    if suffix in HEADERS:
+        wanted = SOURCES
+    elif suffix in SOURCES:
+        wanted = HEADERS
+    else:
+        return []
+    folders = [p.parent]
+    parts = list(p.parent.parts)
+    for i, part in enumerate(parts):
+        if part in _SWAP_DIRS:
+            folders.append(PurePosixPath(*parts[:i], _SWAP_DIRS[part], *parts[i + 1:]))
+    return [str(folder / (p.stem + ext)) for folder in folders for ext in wanted]
+
+
+def rank_files(candidates: Sequence[Candidate], *, per_file: int,
+               partner_chunk: Callable[[str], Candidate | None] | None = None,
+               pair_head: int = 10) -> list[Candidate]:
+    """Candidates regrouped: files by score (header/source partners pulled up beside each
+    other), within a file its chunks by score, at most `per_file` of them before every other
+    file has had its turn; near-duplicates of a shown chunk dropped."""
+    kept: list[Candidate] = []
+    seen_grams: list[frozenset[int]] = []
+    for c in candidates:
+        g = shingles(c.chunk.text)
+        if any(jaccard(g, h) >= NEAR_DUPLICATE for h in seen_grams):
+            continue
+        kept.append(c)
+        seen_grams.append(g)
+    scores = file_scores(kept)
+    order = sorted(scores, key=lambda p: -scores[p])
+    chunks: dict[str, list[Candidate]] = {}
+    for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):
+        chunks.setdefault(c.chunk.path, []).append(c)
+    if partner_chunk is not None:
+        order = _pull_partners(order, scores, chunks, partner_chunk, pair_head)
+    first, rest = [], []
+    for path in order:
+        first.extend(chunks[path][:per_file])
+        rest.extend(chunks[path][per_file:])
+    return first + rest
+
+
+def _pull_partners(order: list[str], scores: dict[str, float], chunks: dict[str, list[Candidate]],
+                   partner_chunk: Callable[[str], Candidate | None], head: int) -> list[str]:
+    """The head files' header/source partners raised to PARTNER_SHARE of their score (fetched
+    when the pool lacks them); the file order re-sorted."""
+    for path in order[:head]:
+        for other in partners(path):
+            if other not in chunks:
+                found = partner_chunk(other)
+                if found is None:
+                    continue
+                found.score = PARTNER_SHARE * scores[path]
+                chunks[other] = [found]
+            lifted = PARTNER_SHARE * scores[path]
+            if scores.get(other, 0.0) < lifted:
+                scores[other] = lifted
+                for c in chunks[other]:
+                    c.why.append(f"paired header/source of {path}")
+            break
+    return sorted(scores, key=lambda p: -scores[p])

@@ -1,0 +1,69 @@
+"""Language-aware structure beyond Python: test conventions per ecosystem, noise files, anchors
+in each language's naming, and file-level ranking with C/C++ header/source pairs."""
+
+from __future__ import annotations
+
+from indexers.languages import is_test_chunk, is_test_path
+from indexers.store import StoredChunk
+from mcp_retrieval.extract import extract
+from mcp_retrieval.file_rank import partners, rank_files
+from mcp_retrieval.retrieve import Candidate
+
+
+def test_each_ecosystems_test_conventions_are_recognised():
+    tests = ["pkg/server_test.go", "src/test/java/com/x/FooTest.java", "src/main/java/com/x/FooIT.java",
+             "web/__tests__/app.js", "web/app.test.ts", "web/app.spec.js", "tests/cli.rs", "projects/Misc.tests.cpp",
+             "internal/testdata/proto/x.pb.go", "test_thing.py", "spec/models/user_spec.rb"]
+    code = ["pkg/server.go", "src/main/java/com/x/Foo.java", "src/attest.rs", "web/contest.js", "src/Testing.java",
+            "lib/latest.py"]
+    assert all(is_test_path(p) for p in tests), [p for p in tests if not is_test_path(p)]
+    assert not any(is_test_path(p) for p in code), [p for p in code if is_test_path(p)]
+
+
+def test_a_rust_test_module_is_demoted_not_the_file_around_it():
+    assert is_test_chunk("src/lib.rs", "tests.it_adds", "rust")
+    assert is_test_chunk("src/lib.rs", "tests", "rust")
+    assert not is_test_chunk("src/lib.rs", "Parser.tests_passed", "rust")
+    assert not is_test_chunk("src/lib.rs", "add", "rust")
+
+
+def test_scoped_names_macros_and_stack_frames_become_anchors():
+    a = extract("calling Router::route_service and ctx->buf fails in format!(x) at com.google.gson.Gson.toJson(Gson.java:12)")
+    assert {"Router.route_service", "ctx.buf", "com.google.gson.Gson.toJson"} <= set(a.dotted)
+    assert "Gson.java" in a.paths and "Gson.java" not in a.dotted
+    assert {"route_service", "format", "toJson"} <= set(a.identifiers)
+
+
+def candidate(path: str, score: float, text: str | None = None, start: int = 1) -> Candidate:
+    text = text or f"int fn_{abs(hash((path, start)))}(void) {{ return {start}; }}"
+    chunk = StoredChunk(f"{path}:{start}", path, start, start + 5, None, "function", "c", path, text,
+                        f"{abs(hash((path, start))):064d}"[:64], 10, True)
+    return Candidate(chunk=chunk, score=score)
+
+
+def test_several_hits_raise_a_file_but_many_weak_ones_do_not_beat_one_strong_match():
+    pool = [candidate("a.c", 1.0), candidate("b.c", 0.9), candidate("b.c", 0.8, start=20),
+            *[candidate("long.c", 0.3, start=i * 10) for i in range(20)]]
+    order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2)))
+    assert order == ["b.c", "a.c", "long.c"]
+
+
+def test_one_file_shows_at_most_per_file_chunks_before_the_next_file():
+    pool = [candidate("big.c", 1.0 - i / 100, start=i * 10) for i in range(10)] + [candidate("small.c", 0.5)]
+    ranked = rank_files(pool, per_file=3)
+    assert [c.chunk.path for c in ranked[:4]] == ["big.c"] * 3 + ["small.c"]
+
+
+def test_near_duplicate_chunks_are_shown_once():
+    same = "int parse(const char *s) { return atoi(s) + offset * factor; }"
+    ranked = rank_files([candidate("a/x.c", 1.0, same), candidate("vendored/x.c", 0.9, same)], per_file=3)
+    assert [c.chunk.path for c in ranked] == ["a/x.c"]
+
+
+def test_a_header_brings_its_source_file_along():
+    assert "src/lib/parse.c" in partners("include/lib/parse.h") and "lib/parse.hpp" in partners("lib/parse.cpp")
+    pool = [candidate("include/parse.h", 1.0), candidate("other.c", 0.9), candidate("third.c", 0.75)]
+    fetched = candidate("src/parse.c", 0.0)
+    ranked = rank_files(pool, per_file=2, partner_chunk=lambda p: fetched if p == "src/parse.c" else None)
+    order = list(dict.fromkeys(c.chunk.path for c in ranked))
+    assert order[:2] == ["include/parse.h", "other.c"] and order.index("src/parse.c") < order.index("third.c")
