@@ -20,8 +20,9 @@ class Know(BaseModel):
 
 class Miss(BaseModel):
     found: Literal[False] = False
-    reason: Literal["abstain", "empty_index", "stale", "indexing", "bad_query", "not_found"]
-    escalate_to: Literal["grep", "read_file", "reindex", "ask_user"]
+    # Bad input is a tool error, never a miss; every value below is produced (docs/CONTRACT.md).
+    reason: Literal["abstain", "empty_index", "stale", "indexing", "not_found"]
+    escalate_to: Literal["grep", "reindex", "ask_user"]
     detail: str | None = None
     suggestions: list[str] | None = None
 

@@ -232,11 +232,11 @@ def build_server(engine: Engine) -> MCPServer:
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
-        host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> PacketResult:
+        # Model-free always: never asks the host's model, even under --understand sampling.
         r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
                         task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug,
-                        host=_host_outcome(engine.sampling, query, host))
+                        host=HostOutcome("skipped", "off: packet is model-free"))
         return _result(r, render_packet)
 
     @server.tool(description=prompts.load("query_graph"))

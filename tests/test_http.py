@@ -107,7 +107,7 @@ def test_host_sampling_works_over_the_http_transports(workspace, tmp_path, trans
             async with Client(target, sampling_callback=host) as client:
                 await client.call_tool("reindex", {})
                 for _ in range(2):  # the second is served from the cache
-                    r = await client.call_tool("packet", {"query": "where are discounts applied", "debug": True})
+                    r = await client.call_tool("context", {"query": "where are discounts applied", "debug": True})
                     assert r.structured_content["debug"]["rewrite"]["rewrite"] == "apply_discount percentage cart total"
                 assert len(host.asked) == 1
 

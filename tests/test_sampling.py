@@ -131,16 +131,18 @@ def test_sampling_asks_once_per_novel_query_caches_and_keeps_to_the_budget(works
             rewrite = r.structured_content["debug"]["rewrite"]
             assert rewrite["rewrite"] == "apply_discount percentage cart total" and rewrite["path_prefix"] == "src/shop"
             assert r.structured_content["chunks"][0]["path"] == "src/shop/pricing.py"
-            r = await client.call_tool("packet", {"query": q1, "debug": True})  # identical query: the cache
+            r = await client.call_tool("packet", {"query": q1, "debug": True})  # packet never asks a model
+            assert _understand(r)["status"] == "skipped" and len(host.asked) == 1
+            r = await client.call_tool("context", {"query": q1, "debug": True})  # identical query: the cache
             assert (_understand(r)["status"], _understand(r)["detail"]) == ("skipped", "cached")
             assert len(host.asked) == 1
-            r = await client.call_tool("packet", {"query": "how is express shipping priced", "debug": True})
+            r = await client.call_tool("context", {"query": "how is express shipping priced", "debug": True})
             assert _understand(r)["status"] == "done" and len(host.asked) == 2
-            r = await client.call_tool("packet", {"query": "what does the checkout handler do", "debug": True})
+            r = await client.call_tool("context", {"query": "what does the checkout handler do", "debug": True})
             assert _understand(r)["status"] == "skipped" and _understand(r)["detail"].startswith("budget")
-            assert not r.is_error and r.structured_content["items"]  # still answers past the budget
+            assert not r.is_error and r.structured_content["chunks"]  # still answers past the budget
             assert len(host.asked) == 2
-            r = await client.call_tool("packet", {"query": "apply_discount", "debug": True})
+            r = await client.call_tool("context", {"query": "apply_discount", "debug": True})
             assert _understand(r)["detail"].startswith("not_needed")  # an exact name costs no call
 
     anyio.run(go)
@@ -154,12 +156,12 @@ def test_without_sampling_the_stage_is_skipped_and_agent_sub_queries_find_both_f
             r = await client.call_tool("packet", {
                 "query": "how does the shop reduce prices and how are express parcels charged", "debug": True,
                 "sub_queries": ["apply a percentage discount to the cart", "shipping cost for express parcels"]})
-            assert (_understand(r)["status"], _understand(r)["detail"]) == ("skipped", "off")
+            assert _understand(r)["status"] == "skipped" and _understand(r)["detail"].startswith("off")
             top4 = [i["path"] for i in r.structured_content["items"][:4]]
             assert "src/shop/pricing.py" in top4 and "engine/src/lib.rs" in top4
             assert r.structured_content["debug"]["rewrite"]["source"] == "agent"
         async with Client(_params(workspace, tmp_path, "--understand", "sampling")) as client:  # no callback
-            r = await client.call_tool("packet", {"query": "where are discounts applied", "debug": True})
+            r = await client.call_tool("context", {"query": "where are discounts applied", "debug": True})
             assert _understand(r)["status"] == "skipped" and _understand(r)["detail"].startswith("no_sampling")
 
     anyio.run(go)
@@ -192,8 +194,8 @@ def test_a_host_that_refuses_on_the_new_protocol_is_not_asked_again_for_that_que
                           sampling_callback=host) as client:
             await client.call_tool("reindex", {})
             with pytest.raises(Exception):  # on 2026-07-28 the refusal ends the call at the client
-                await client.call_tool("packet", {"query": "where are discounts applied"})
-            r = await client.call_tool("packet", {"query": "where are discounts applied", "debug": True})
+                await client.call_tool("context", {"query": "where are discounts applied"})
+            r = await client.call_tool("context", {"query": "where are discounts applied", "debug": True})
             assert not r.is_error and _understand(r)["status"] == "error" and len(host.asked) == 1
 
     anyio.run(go)
