@@ -20,8 +20,10 @@ log = logging.getLogger(__name__)
 # Test conventions per ecosystem: folders (Python/Rust `tests/`, Java/Maven `src/test/`, JS
 # `__tests__`/`__mocks__`, Go `testdata/`, Ruby/JS `spec/`) and file names (`test_x.py`,
 # `x_test.go`, `x.test.ts`, `x.spec.js`, `x.tests.cpp`, `FooTest.java`, `FooTests.cs`, `FooIT.java`).
-_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|testdata|test_?data)(/|$)|"
+_TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|testdata|test_?data|test_?utils?|"
+                        r"test_?helpers?)(/|$)|"
                         r"(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|[^/]*\.(tests?|spec)\.\w+|"
+                        r"test_?(utils?|helpers?|support)\.\w+|"
                         r"[A-Z]\w*(Test|Tests|IT|Spec)\.(java|kt|scala|cs|groovy))$")
 # A test module inside a source file: Rust `#[cfg(test)] mod tests { ... }` (chunks under `tests::`).
 _TEST_SYMBOL = re.compile(r"^(tests?|test_\w+)(\.|::|$)")

@@ -34,6 +34,9 @@ PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
+# Issue and pull-request templates: a pasted report echoes its template word for word.
+_TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
+                            r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
@@ -65,6 +68,7 @@ class RerankWeights:
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.5
     generated_factor: float = 0.5
+    template_factor: float = 0.2
     prose_factor: float = 0.6
     prose_factor_bug_report: float = 0.35
     anchored_file_factor: float = 1.15
@@ -89,6 +93,9 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
+    if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
+        factor *= w.template_factor
+        why.append("issue template: a report echoes it")
     return factor, why
 
 

@@ -11,7 +11,7 @@ from mcp_retrieval.retrieve import Candidate
 
 
 def test_each_ecosystems_test_conventions_are_recognised():
-    tests = ["pkg/server_test.go", "src/test/java/com/x/FooTest.java", "src/main/java/com/x/FooIT.java",
+    tests = ["crates/searcher/src/testutil.rs", "pkg/server_test.go", "src/test/java/com/x/FooTest.java", "src/main/java/com/x/FooIT.java",
              "web/__tests__/app.js", "web/app.test.ts", "web/app.spec.js", "tests/cli.rs", "projects/Misc.tests.cpp",
              "internal/testdata/proto/x.pb.go", "test_thing.py", "spec/models/user_spec.rb"]
     code = ["pkg/server.go", "src/main/java/com/x/Foo.java", "src/attest.rs", "web/contest.js", "src/Testing.java",
