@@ -1,0 +1,72 @@
+"""docs/CONTRACT.md is the project's contract: the tools the server lists must match it."""
+
+from __future__ import annotations
+
+import re
+import typing
+from pathlib import Path
+
+import anyio
+from mcp import Client
+
+from mcp_retrieval.models import Miss
+from mcp_retrieval.server import build_server
+
+ROOT = Path(__file__).resolve().parent.parent
+CONTRACT = (ROOT / "docs" / "CONTRACT.md").read_text()
+
+
+def tables_after(heading: str) -> list[list[str]]:
+    """First-column cells of each Markdown table in the section under `heading`."""
+    section = CONTRACT.split(heading, 1)[1].split("\n### ", 1)[0].split("\n## ", 1)[0]
+    tables, current = [], None
+    for line in section.splitlines():
+        if line.startswith("|---"):
+            continue
+        if line.startswith("|"):
+            cell = line.split("|")[1].strip()
+            if current is None:
+                current = []  # the header row
+                tables.append(current)
+                continue
+            current.append(cell)
+        else:
+            current = None
+    return tables
+
+
+def names(cells: list[str]) -> set[str]:
+    return {n for cell in cells for n in re.findall(r"`([a-z_]+)`", cell)}
+
+
+def served_tools(engine) -> dict:
+    async def go():
+        async with Client(build_server(engine)) as client:
+            return {t.name: t for t in (await client.list_tools()).tools}
+
+    return anyio.run(go)
+
+
+def test_every_tool_argument_and_result_field_is_documented_and_nothing_else(engine):
+    tools = served_tools(engine)
+    assert set(tools) == {"context", "packet", "query_graph", "reindex"}
+    for name, tool in tools.items():
+        arguments, results = tables_after(f"### `{name}`")[:2]
+        assert names(arguments) == set(tool.input_schema["properties"]), name
+        assert names(results) == set(tool.output_schema["properties"]), name
+
+
+def test_the_documented_miss_reasons_and_escalations_are_exactly_those_produced():
+    reasons = typing.get_args(Miss.model_fields["reason"].annotation)
+    escalations = typing.get_args(Miss.model_fields["escalate_to"].annotation)
+    section = CONTRACT.split("## Know and miss", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|") for line in section.splitlines() if line.startswith("| `") and "miss.reason" not in line]
+    assert {re.search(r"`(\w+)`", r[1]).group(1) for r in rows} == set(reasons)
+    assert {v for r in rows for v in re.findall(r"`(\w+)`", r[3])} == set(escalations)
+    prompts = "\n".join(p.read_text() for p in (ROOT / "prompts").glob("*.txt"))
+    for word in ("bad_query", "read_file"):  # values once promised and never produced
+        assert word not in prompts and word not in CONTRACT
+
+
+def test_the_readme_links_the_contract():
+    assert "docs/CONTRACT.md" in (ROOT / "README.md").read_text()
