@@ -1,0 +1,240 @@
+"""How much of the answer a `context` window holds per token: the recall-vs-tokens frontier.
+
+    python -m mcp_retrieval.bench tokens --instances ../shared/eval/swebench_dev.jsonl \\
+        --repo owner/name=/path/to/git/dir ... [--budgets 1000,2000,4000,8000] [--per-repo N] [--no-dense]
+
+Gold lines: for the Python file, the lines of the functions named in `gold_spans` (resolved
+through the index's symbol table at the base commit); for the multilingual file, the old-side
+lines the patch hunks change (for a pure insertion, the line it follows). Gold functions: the
+`gold_spans` definitions, or the innermost definitions holding gold lines.
+
+Per budget it reports: gold-function hit rate (at least half of a gold function's lines shown in
+full text), gold-line recall, gold-file recall (a gold file with any line shown) and the tokens
+actually shown, for `context` and two baselines packed by the same count with the same headers:
+BM25 over function-level chunks (lexical tier only, rank order, no MMR, no excerpts) and BM25
+over whole files (each file's head, as many lines as fit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from indexers.tokens import budget_tokens
+from mcp_retrieval import assemble
+from mcp_retrieval.bench.checkout import checkout
+from mcp_retrieval.bench.filebm25 import FileBM25
+from mcp_retrieval.bench.swebench import gold_files
+from mcp_retrieval.config import Config
+from mcp_retrieval.engine import Engine
+from mcp_retrieval.retrieve import Candidate
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
+_ELIDED = re.compile(r"^⋯ lines (\d+)-(\d+) elided ⋯$")
+
+
+def patch_lines(patch: str) -> dict[str, set[int]]:
+    """Old-side line numbers each file's hunks change (a pure insertion marks the line before)."""
+    out: dict[str, set[int]] = defaultdict(set)
+    path, line = None, 0
+    for raw in patch.splitlines():
+        if raw.startswith("--- "):
+            path = raw[6:] if raw.startswith("--- a/") else None
+            continue
+        if raw.startswith("+++ ") or path is None:
+            continue
+        m = _HUNK.match(raw)
+        if m:
+            line = int(m.group(1))
+            continue
+        if raw.startswith("-"):
+            out[path].add(line)
+            line += 1
+        elif raw.startswith("+"):
+            out[path].add(max(1, line - 1))
+        else:
+            line += 1
+    return dict(out)
+
+
+def gold_functions(engine: Engine, row: dict) -> tuple[list[tuple[str, int, int]], dict[str, set[int]]]:
+    """([(path, start, end)] gold definitions, {path: gold lines})."""
+    funcs: list[tuple[str, int, int]] = []
+    if row.get("gold_spans"):
+        for path, names in row["gold_spans"].items():
+            for name in names:
+                hit = engine.store.query("SELECT start_line, end_line FROM symbols WHERE path=? AND (qualname=? OR "
+                                         "qualname LIKE ?) ORDER BY end_line - start_line LIMIT 1",
+                                         (path, name, "%." + name))
+                if hit:
+                    funcs.append((path, hit[0][0], hit[0][1]))
+        lines = defaultdict(set)
+        for path, start, end in funcs:
+            lines[path].update(range(start, end + 1))
+        return funcs, dict(lines)
+    lines = {p: ls for p, ls in patch_lines(row.get("patch_text", "")).items() if p in set(gold_files(row))}
+    for path, wanted in lines.items():
+        defs = engine.store.query("SELECT start_line, end_line FROM symbols WHERE path=? AND kind!='file'", (path,))
+        for start, end in {min(((s, e) for s, e in defs if s <= ln <= e), key=lambda se: se[1] - se[0],
+                               default=None) for ln in wanted} - {None}:
+            funcs.append((path, start, end))
+    return funcs, lines
+
+
+def shown_lines(path: str, start: int, text: str) -> set[int]:
+    """Line numbers a chunk's shown text covers (elision marks skip their range)."""
+    out, line = set(), start
+    for row in text.split("\n"):
+        m = _ELIDED.match(row)
+        if m:
+            line = int(m.group(2)) + 1
+            continue
+        out.add(line)
+        line += 1
+    return out
+
+
+def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: list[str]) -> dict[str, float]:
+    gold_n = sum(len(v) for v in lines.values())
+    hit_lines = sum(len(v & shown.get(p, set())) for p, v in lines.items())
+    fn_hits = [len(set(range(s, e + 1)) & shown.get(p, set())) * 2 >= (e - s + 1) for p, s, e in funcs]
+    return {"func_hit": statistics.fmean(fn_hits) if fn_hits else float("nan"),
+            "line_recall": hit_lines / gold_n if gold_n else float("nan"),
+            "file_recall": sum(bool(shown.get(f)) for f in files) / len(files)}
+
+
+def context_window(engine: Engine, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
+    r = engine.context(query, budget_tokens=budget, debug=True)
+    shown: dict[str, set[int]] = defaultdict(set)
+    for c in r.chunks:
+        if c.text:
+            shown[c.path] |= shown_lines(c.path, c.start_line, c.text)
+    return shown, budget_tokens(r.window)
+
+
+def chunk_bm25_window(engine: Engine, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
+    hits = engine.retriever.lexical_hits(query, 200)
+    stored = engine.store.chunks_by_id([cid for cid, _ in hits])
+    cands = [Candidate(chunk=stored[cid], score=s) for cid, s in hits if cid in stored]
+    window = assemble.assemble(cands, budget=budget, max_chunks=64, lam=1.0, near_duplicate=1.01, head="know")
+    shown: dict[str, set[int]] = defaultdict(set)
+    for p in window.placed:
+        shown[p.candidate.chunk.path] |= shown_lines(p.candidate.chunk.path, p.candidate.chunk.start_line, p.text)
+    return shown, window.tokens
+
+
+def file_bm25_window(engine: Engine, bm25: FileBM25, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
+    shown: dict[str, set[int]] = defaultdict(set)
+    parts = ["know"]
+    used = budget_tokens(parts[0])
+    for path in bm25.search(query, 30):
+        header = f'<mcp-retrieval:chunk path="{path}"/>'
+        try:
+            lines = (engine.config.root / path).read_text(errors="replace").split("\n")
+        except OSError:
+            continue
+        room = budget - used - budget_tokens(header) - 2
+        if room < 20:
+            break
+        keep, cost = [], 0
+        for ln in lines:
+            c = budget_tokens(ln) + 1
+            if cost + c > room:
+                break
+            keep.append(ln)
+            cost += c
+        if not keep:
+            continue
+        parts += [header, "\n".join(keep)]
+        used = budget_tokens("\n".join(parts))
+        shown[path] |= set(range(1, len(keep) + 1))
+    return shown, budget_tokens("\n".join(parts))
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench tokens")
+    ap.add_argument("--instances", required=True)
+    ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
+    ap.add_argument("--work", default="/tmp/mcp-retrieval-tokens")
+    ap.add_argument("--budgets", default="1000,2000,4000,8000")
+    ap.add_argument("--per-repo", type=int, default=None)
+    ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--out", default=None)
+    args = ap.parse_args(argv)
+    repos = dict(r.split("=", 1) for r in args.repo)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    rows = sorted((json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()),
+                  key=lambda r: (r["repo"], r["instance_id"]))
+    rows = [r for r in rows if r["repo"] in repos]
+    if args.per_repo:
+        seen: dict[str, int] = defaultdict(int)
+        rows = [r for r in rows if (seen.__setitem__(r["repo"], seen[r["repo"]] + 1) or seen[r["repo"]]) <= args.per_repo]
+    work = Path(args.work)
+    engines: dict[str, tuple[Engine, FileBM25]] = {}
+    results = []
+    out = open(args.out, "w") if args.out else None
+    for row in rows:
+        repo = row["repo"]
+        tree = work / "trees" / repo.replace("/", "__")
+        checkout(Path(repos[repo]), row["base_commit"], tree)
+        if repo not in engines:
+            cfg = Config.resolve(tree, work / "index" / repo.replace("/", "__"), persist_sessions=False,
+                                 embedder="none" if args.no_dense else "minilm")
+            cfg.cache_dir = work / "cache"
+            engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
+        engine, bm25 = engines[repo]
+        engine.indexer.sync()
+        engine.indexer.embed_pending()
+        bm25.sync(tree, engine.store.all_paths())
+        engine.graph(wait=True)
+        funcs, lines = gold_functions(engine, row)
+        files = gold_files(row)
+        if not lines or not files:
+            print(f"{row['instance_id']}: no gold lines resolved; skipped", file=sys.stderr)
+            continue
+        query = row["problem_statement"]
+        res = {"instance_id": row["instance_id"], "repo": repo, "by_budget": {}}
+        for b in budgets:
+            cell = {}
+            for name, (shown, tokens) in {"context": context_window(engine, query, b),
+                                          "bm25_chunks": chunk_bm25_window(engine, query, b),
+                                          "bm25_files": file_bm25_window(engine, bm25, query, b)}.items():
+                cell[name] = {**score(shown, funcs, lines, files), "tokens": tokens, "over_budget": tokens > b}
+            res["by_budget"][b] = cell
+        results.append(res)
+        if out:
+            out.write(json.dumps(res) + "\n")
+            out.flush()
+        c = res["by_budget"][budgets[-1]]["context"]
+        print(f"{row['instance_id']:40} func {c['func_hit']:.2f} lines {c['line_recall']:.2f} "
+              f"files {c['file_recall']:.2f}", file=sys.stderr, flush=True)
+    print(report(results, budgets))
+    for engine, _ in engines.values():
+        engine.close()
+    return 0
+
+
+def report(results: list[dict], budgets: list[int]) -> str:
+    lines = [f"instances: {len(results)}", "",
+             "| budget | method | gold-function hit | gold-line recall | gold-file recall | tokens shown (median) | over budget |",
+             "|---|---|---|---|---|---|---|"]
+    for b in budgets:
+        for name in ("context", "bm25_chunks", "bm25_files"):
+            cells = [r["by_budget"][b][name] for r in results if b in r["by_budget"]] or \
+                    [r["by_budget"][str(b)][name] for r in results]
+            if not cells:
+                continue
+
+            def mean(key):
+                vals = [c[key] for c in cells if c[key] == c[key]]
+                return statistics.fmean(vals) if vals else float("nan")
+
+            lines.append(f"| {b} | {name} | {mean('func_hit'):.2f} | {mean('line_recall'):.2f} | "
+                         f"{mean('file_recall'):.2f} | {statistics.median(c['tokens'] for c in cells):.0f} | "
+                         f"{sum(c['over_budget'] for c in cells)} |")
+    return "\n".join(lines)
