@@ -8,6 +8,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+# Stack frames of other runtimes, as (function, path, line):
+# Java/Kotlin `at com.x.Y.method(Y.java:12)`, JS/TS `at fn (/abs/path/x.js:1:194)` or `at /path/x.js:3:9`,
+# Go `\t/home/u/pkg/x.go:42 +0x1d`, Rust `at src/main.rs:10:5` / `panicked at src/x.rs:10:5`.
+_OTHER_FRAMES = (
+    re.compile(r"\bat (?:[\w$]+\.)*[\w$]+\.(?P<func>[\w$<>]+)\((?P<path>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)"),
+    re.compile(r"\bat (?:(?:new )?(?P<func>[\w$.<>\[\] ]+?) \()?(?P<path>(?:[A-Za-z]:)?[^\s()'\"]+\."
+               r"(?:js|mjs|cjs|jsx|ts|tsx|mts|cts|vue)):(?P<line>\d+):\d+\)?"),
+    re.compile(r"(?m)^\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$"),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rs):(?P<line>\d+):\d+"),
+)
 _PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
                    r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
@@ -55,6 +65,12 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     anchors = Anchors(active_files=list(active_files or []))
     for m in _FRAME.finditer(query):
         anchors.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+    for pattern in _OTHER_FRAMES:
+        for m in pattern.finditer(query):
+            func = (m.groupdict().get("func") or "").strip().rsplit(".", 1)[-1] or None
+            frame = (m.group("path"), int(m.group("line")), func if func and func.isidentifier() else None)
+            if frame not in anchors.frames:
+                anchors.frames.append(frame)
     frame_paths = {f[0] for f in anchors.frames}
     seen_paths: set[str] = set()
     for m in _PATH.finditer(query):

@@ -38,6 +38,21 @@ class Candidate:
         return [t for t in ("lexical", "dense", "path", "symbol", "graph", "rerank") if t in self.raw]
 
 
+_JS_EXTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts")
+
+
+def _js_variants(parts: list[str]) -> list[list[str]]:
+    """A JS/TS path as written, then the sources a build or a package may have made it from:
+    `plugin/utc.js` is also `plugin/utc.ts` and `plugin/utc/index.js` (and `.ts`)."""
+    stem, dot, ext = parts[-1].rpartition(".")
+    if not dot or "." + ext not in _JS_EXTS:
+        return [parts]
+    out = [parts]
+    out += [[*parts[:-1], stem + e] for e in _JS_EXTS if e != "." + ext]
+    out += [[*parts[:-1], stem, "index" + e] for e in _JS_EXTS]
+    return out
+
+
 class PathResolver:
     """Map paths and dotted module names as written in a question onto indexed files."""
 
@@ -52,14 +67,17 @@ class PathResolver:
 
     def resolve_path(self, written: str) -> list[str]:
         parts = [p for p in written.replace("\\", "/").split("/") if p and p != "."]
+        if "node_modules" in parts:  # a published package's path: what follows `node_modules/<pkg>/`
+            parts = parts[len(parts) - parts[::-1].index("node_modules") + 1:]
         if not parts:
             return []
-        candidates = self._by_name.get(parts[-1], [])
-        for size in range(len(parts), 0, -1):
-            suffix = "/".join(parts[-size:])
-            hits = [c for c in candidates if c == suffix or c.endswith("/" + suffix)]
-            if hits and (size > 1 or len(hits) <= 3):
-                return hits[:3]
+        for variant in _js_variants(parts):
+            candidates = self._by_name.get(variant[-1], [])
+            for size in range(len(variant), 0, -1):
+                suffix = "/".join(variant[-size:])
+                hits = [c for c in candidates if c == suffix or c.endswith("/" + suffix)]
+                if hits and (size > 1 or len(hits) <= 3):
+                    return hits[:3]
         return []
 
     def resolve_module(self, dotted: str) -> list[str]:

@@ -67,3 +67,20 @@ def test_a_header_brings_its_source_file_along():
     ranked = rank_files(pool, per_file=2, partner_chunk=lambda p: fetched if p == "src/parse.c" else None)
     order = list(dict.fromkeys(c.chunk.path for c in ranked))
     assert order[:2] == ["include/parse.h", "other.c"] and order.index("src/parse.c") < order.index("third.c")
+
+
+def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions():
+    from mcp_retrieval.retrieve import PathResolver
+
+    q = ("TypeError: Cannot read property '$u' of undefined\n"
+         "    at diff (/home/ci/project/node_modules/dayjs/plugin/utc.js:1:1941)\n"
+         "\tat com.google.gson.Gson.toJson(Gson.java:123)\n"
+         "main.main()\n\t/home/u/go/src/github.com/x/y/server.go:42 +0x1d\n"
+         "thread 'main' panicked at src/printer.rs:10:5")
+    frames = extract(q).frames
+    assert ("Gson.java", 123, "toJson") in frames and ("src/printer.rs", 10, None) in frames
+    resolver = PathResolver(["src/plugin/utc/index.js", "src/index.js", "gson/src/main/java/com/google/gson/Gson.java",
+                             "src/printer.rs", "cmd/server.go"])
+    resolved = {f[0]: resolver.resolve_path(f[0]) for f in frames}
+    assert resolved["/home/ci/project/node_modules/dayjs/plugin/utc.js"] == ["src/plugin/utc/index.js"]
+    assert resolved["Gson.java"] == ["gson/src/main/java/com/google/gson/Gson.java"]
