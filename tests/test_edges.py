@@ -70,8 +70,8 @@ def test_a_fifo_in_place_of_an_indexed_file_blocks_nothing(engine, workspace):
     for _ in range(3):
         call_with_deadline(lambda: engine.context("pricing discount rules"), 60)
     result = call_with_deadline(lambda: engine.reindex(), 120)
-    assert "src/shop/pricing.py" not in engine.store.files()
-    assert result.skipped.get("not_regular", 0) >= 1
+    assert "src/shop/pricing.py" not in engine.store.files()  # git does not list a FIFO; the walk refuses one
+    assert result.files_removed >= 1 or result.skipped.get("not_regular", 0) >= 1
 
 
 def test_an_indexed_file_overwritten_with_a_huge_one_is_not_read_into_memory(engine, workspace):
