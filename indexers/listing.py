@@ -42,6 +42,20 @@ def inside_work_tree(root: Path) -> bool:
     return out.returncode == 0 and out.stdout.strip() == "true"
 
 
+def work_tree_top(directory: Path) -> Path | None:
+    """The top of the git work tree holding `directory`, or None outside git (or without git)."""
+    git = _git()
+    if git is None:
+        return None
+    try:
+        out = subprocess.run([git, "-C", str(directory), "rev-parse", "--show-toplevel"], capture_output=True,
+                             text=True, timeout=GIT_TIMEOUT_S, env=_quiet_env())
+    except (OSError, subprocess.SubprocessError):
+        return None
+    top = out.stdout.strip()
+    return Path(top) if out.returncode == 0 and top else None
+
+
 def _quiet_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"

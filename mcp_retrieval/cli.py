@@ -17,7 +17,8 @@ log = logging.getLogger("mcp_retrieval")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", default=None, help="workspace to index (default: current directory)")
+    p.add_argument("--root", default=None, help="workspace to index (default: the git work tree holding the current directory, else "
+                                                "the current directory)")
     p.add_argument("--index-dir", default=None, help="where the index lives (default: per-root user cache)")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 

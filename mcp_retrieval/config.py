@@ -26,6 +26,14 @@ def default_index_dir(root: Path) -> Path:
     return cache_home() / "indexes" / f"{root.name or 'root'}-{digest}"
 
 
+def detect_root(directory: Path) -> Path:
+    """With no `--root`: the top of the git work tree holding `directory` (started in `src/pkg`
+    of a repository, the whole repository is the workspace), else `directory` itself."""
+    from indexers.listing import work_tree_top
+
+    return (work_tree_top(directory) or directory).resolve()
+
+
 @dataclass
 class Config:
     root: Path
@@ -56,7 +64,7 @@ class Config:
 
     @classmethod
     def resolve(cls, root: str | Path | None = None, index_dir: str | Path | None = None, **overrides) -> "Config":
-        root_path = Path(root or os.getcwd()).expanduser().resolve()
+        root_path = Path(root).expanduser().resolve() if root else detect_root(Path.cwd())
         if not root_path.is_dir():
             raise ValueError(f"root {root_path} is not a directory; pass --root DIR of an existing folder")
         env_index = os.environ.get("MCP_RETRIEVAL_INDEX_DIR")

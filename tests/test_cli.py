@@ -72,3 +72,19 @@ def test_closing_stdin_during_a_full_index_ends_the_server_and_leaves_an_index_t
     engine.reindex()
     assert engine.status().files == 1500
     engine.close()
+
+
+def test_without_root_the_workspace_is_the_git_work_tree_around_the_current_directory(tmp_path, monkeypatch):
+    import shutil
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    (repo / "src" / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    monkeypatch.chdir(repo / "src" / "pkg")
+    assert Config.resolve(index_dir=tmp_path / "idx").root == repo.resolve()
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    assert Config.resolve(index_dir=tmp_path / "idx").root == outside.resolve()
