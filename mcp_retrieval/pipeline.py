@@ -185,7 +185,11 @@ def _nodes_in_chunk(graph: CodeGraph, c: Candidate) -> list[int]:
 
 
 def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix: str | None) -> None:
+    if not result.candidates:
+        result.stages.skip("rerank", "nothing to rerank")
+        return
     with result.stages.run("rerank") as st:
+        n_in = len(result.candidates)
         try:
             result.candidates = reranker.rerank(result.candidates, signals)
             result.reranker = reranker.name
@@ -204,4 +208,4 @@ def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix:
                 if c.chunk.path.startswith(prefix) or c.chunk.path == path_prefix.strip("/"):
                     c.score *= PATH_PREFIX_BOOST
             result.candidates.sort(key=lambda c: (-c.score, c.chunk.id))
-        st["detail"] = result.reranker
+        st["detail"] = f"{result.reranker}: {n_in} in, {len(result.candidates)} out"

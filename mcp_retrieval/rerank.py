@@ -37,6 +37,11 @@ _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|bench
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
+# Superseded code says so: decorators/attributes, doc markers, warnings. Ranked below its
+# replacement when both match, unless the question is about the deprecation itself.
+_DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
+                         r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
+_DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
@@ -50,6 +55,7 @@ class RerankSignals:
     bug_report: bool = False  # a pasted issue or traceback: docs and templates echo it, code fixes it
     about_tests: bool = False
     exact_lookup: bool = False  # the question is one identifier: its definition wins wherever it lives
+    about_deprecation: bool = False
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
@@ -59,7 +65,8 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
                          bug_report=bug_report, exact_lookup=query_class == "identifier",
-                         about_tests=bool(_TEST_QUERY.search(query)))
+                         about_tests=bool(_TEST_QUERY.search(query)),
+                         about_deprecation=bool(_DEPRECATION_QUERY.search(query)))
 
 
 @dataclass
@@ -69,6 +76,7 @@ class RerankWeights:
     test_factor: float = 0.5
     generated_factor: float = 0.5
     template_factor: float = 0.2
+    deprecated_factor: float = 0.7
     prose_factor: float = 0.6
     prose_factor_bug_report: float = 0.35
     anchored_file_factor: float = 1.15
@@ -93,6 +101,9 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
+    if not s.about_deprecation and _DEPRECATED.search(c.chunk.text[:2000]):
+        factor *= w.deprecated_factor
+        why.append("marked deprecated: ranked after its replacement")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factor *= w.template_factor
         why.append("issue template: a report echoes it")

@@ -84,3 +84,15 @@ def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions
     resolved = {f[0]: resolver.resolve_path(f[0]) for f in frames}
     assert resolved["/home/ci/project/node_modules/dayjs/plugin/utc.js"] == ["src/plugin/utc/index.js"]
     assert resolved["Gson.java"] == ["gson/src/main/java/com/google/gson/Gson.java"]
+
+
+def test_deprecated_code_ranks_below_its_replacement_unless_asked_about_deprecation():
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    old = candidate("a.py", 1.0, 'def parse_old(x):\n    warnings.warn("use parse", DeprecationWarning)\n')
+    new = candidate("b.py", 1.0, "def parse(x):\n    return int(x)\n")
+    w = RerankWeights()
+    plain = signals_for("how do I parse the value", [], "default")
+    assert structural_factor(old, plain, w)[0] < structural_factor(new, plain, w)[0]
+    asked = signals_for("why is parse_old deprecated", [], "default")
+    assert structural_factor(old, asked, w)[0] == structural_factor(new, asked, w)[0]
