@@ -36,7 +36,7 @@ def inside_work_tree(root: Path) -> bool:
         return False
     try:
         out = subprocess.run([git, "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S, env=_quiet_env())
+                             text=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
         return False
     return out.returncode == 0 and out.stdout.strip() == "true"
@@ -49,14 +49,15 @@ def work_tree_top(directory: Path) -> Path | None:
         return None
     try:
         out = subprocess.run([git, "-C", str(directory), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S, env=_quiet_env())
+                             text=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
         return None
     top = out.stdout.strip()
     return Path(top) if out.returncode == 0 and top else None
 
 
-def _quiet_env() -> dict[str, str]:
+def quiet_git_env() -> dict[str, str]:
+    """The environment for our git calls: no inherited GIT_* redirections, never a prompt."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     env["GIT_TERMINAL_PROMPT"] = "0"
     return env
@@ -69,7 +70,7 @@ def git_listing(root: Path) -> tuple[list[str], int] | None:
     git = _git()
     if git is None:
         return None
-    env = _quiet_env()
+    env = quiet_git_env()
     base = [git, "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard"]
     try:
         if inside_work_tree(root):

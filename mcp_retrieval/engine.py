@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 
 from indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
 from indexers.graph import RELATIONS, CodeGraph
+from indexers.history import History
 from indexers.analysis import terms
 from indexers.memory import return_freed_memory
 from indexers.tokens import budget_counts
@@ -48,6 +49,8 @@ class Engine:
         self.store = self.indexer.store
         self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder)
         self.freshness = FreshnessGate(config.root, self.store)
+        self.history = History(config.index_dir / "history.db", config.root, git_dir=config.history_git_dir,
+                               rev=config.history_rev) if config.history else None
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
                                         persist_path=config.index_dir / "sessions.json" if config.persist_sessions else None)
         self.reranker = reranker or self._load_reranker()
@@ -116,6 +119,8 @@ class Engine:
         if self._background is not None:
             self._background.join(timeout=30)
         self.sessions.save()
+        if self.history is not None:
+            self.history.close()
 
     # --- status and indexing ------------------------------------------------------------------
     def status(self) -> IndexStatus:
@@ -148,6 +153,7 @@ class Engine:
             self.indexing = True
             try:
                 result = self.indexer.sync(paths, full=full, progress=progress)
+                self.update_history()
                 embedded, reused = self.indexer.embed_pending(should_stop=self._stop.is_set, progress=progress)
             except IndexBusy as exc:
                 raise BadRequest(f"{exc}; retry when it finishes") from exc
@@ -177,6 +183,7 @@ class Engine:
                         self.indexer.sync(paths, full=full, should_stop=self._stop.is_set)
                     finally:
                         self.indexing = False
+                self.update_history()
                 while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
                     with self._work_lock:
                         done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
@@ -189,6 +196,15 @@ class Engine:
 
         self._background = threading.Thread(target=work, name="mcp-retrieval-index", daemon=True)
         self._background.start()
+
+    def update_history(self) -> None:
+        """Read new commits of HEAD's ancestry (bounded; a failure leaves the old table)."""
+        if self.history is None:
+            return
+        try:
+            self.history.update()
+        except Exception as exc:
+            log.warning("history not updated (%s); the previous table answers", exc)
 
     def sync_paths(self, paths: list[str] | None) -> None:
         """Lexical update now (the watcher calls this; None: a burst, rescan the whole root by stat),
@@ -205,6 +221,7 @@ class Engine:
                     self.pending_paths.clear()
             finally:
                 self.indexing = False
+        self.update_history()  # a pull or checkout moves HEAD along with the files
         self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing
 
     # --- tools ----------------------------------------------------------------------------------
@@ -212,7 +229,7 @@ class Engine:
               graph: bool | None = None, host: HostOutcome | None = None) -> Ranked:
         return rank(query, config=self.config, retriever=self.retriever, graph_loader=self.graph,
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
-                    path_prefix=path_prefix, host=host, stages=stages, graph=graph)
+                    path_prefix=path_prefix, host=host, stages=stages, graph=graph, history=self.history)
 
     @staticmethod
     def evidence(query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, PrivateAttr
 
-Tier = Literal["lexical", "dense", "path", "symbol", "graph", "rerank"]
+Tier = Literal["lexical", "dense", "path", "symbol", "history", "graph", "rerank"]
 
 
 class Know(BaseModel):

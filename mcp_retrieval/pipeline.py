@@ -39,7 +39,7 @@ class Ranked:
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
-         stages: StageLog | None = None, graph: bool | None = None) -> Ranked:
+         stages: StageLog | None = None, graph: bool | None = None, history=None) -> Ranked:
     stages = stages or StageLog()
     with stages.run("classify") as st:
         qclass = classify(query)
@@ -68,6 +68,15 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         ranked["path"], anchored_files = retriever.path_hits(anchors, query)
         ranked["symbol"] = retriever.symbol_hits(anchors)
         st["detail"] = f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks"
+    history_why: dict[str, str] = {}
+    if history is None or not config.tier_weights.get("history"):
+        stages.skip("history", "off" if history is None else "weight 0")
+    else:
+        with stages.run("history") as st:
+            ranked["history"], history_why = retriever.history_hits(history, query)
+            st["detail"] = f"{history.status}; {len(ranked['history'])} files"
+            if not ranked["history"] and history.status.startswith("skipped"):
+                st["status"] = "skipped"
     with stages.run("fusion") as st:
         scores = fusion.rrf({t: [cid for cid, _ in hits] for t, hits in ranked.items()}, config.tier_weights,
                             config.rrf_k)
@@ -85,6 +94,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             for tier, seen in positions.items():
                 if cid in seen:
                     c.ranks[tier], c.raw[tier] = seen[cid]
+            if cid in history_why:
+                c.why.append(history_why[cid])
             candidates.append(c)
         st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)

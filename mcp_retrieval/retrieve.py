@@ -35,7 +35,7 @@ class Candidate:
 
     @property
     def tiers(self) -> list[str]:
-        return [t for t in ("lexical", "dense", "path", "symbol", "graph", "rerank") if t in self.raw]
+        return [t for t in ("lexical", "dense", "path", "symbol", "history", "graph", "rerank") if t in self.raw]
 
 
 _JS_EXTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts")
@@ -142,6 +142,20 @@ class Retriever:
                 ids = [chunks[0].id]
             hits.extend((cid, 1.0 / (1 + rank)) for cid in ids)
         return hits, files
+
+    def history_hits(self, history, query: str, limit: int = 12) -> tuple[list[tuple[str, float]], dict[str, str]]:
+        """The best chunk of each file past commits like this question touched, and each such
+        chunk's reason (the matching commit's subject)."""
+        evidence = history.files_for(query, set(self.resolver().paths), limit)
+        hits: list[tuple[str, float]] = []
+        why: dict[str, str] = {}
+        for ev in evidence:
+            within = self.lexical.search(query, 1, path=ev.path)
+            cid = within[0][0] if within else next((c.id for c in self.store.chunks_for_path(ev.path)), None)
+            if cid is not None:
+                hits.append((cid, ev.score))
+                why[cid] = f"past commits touching this file match the question (e.g. {ev.subject[:80]!r})"
+        return hits, why
 
     def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
         """Chunks defining names the question uses, rare names first (a handful of SQL queries

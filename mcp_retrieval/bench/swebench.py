@@ -8,8 +8,10 @@ real fix touched first?
 For each instance the repository is put at `base_commit` (incrementally), the index is updated
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
-and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ graph fusion: the default);
-`nodecomp` is `rerank` without the deterministic decompose stage (not in the default set).
+and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ the history tier and graph fusion:
+the default); `nodecomp` is `rerank` without the deterministic decompose stage and `nohistory` is
+`full` without the history tier (neither in the default set). The history is read from the git
+directory given for the repository, at the instance's base commit: nothing later is visible.
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
 """
@@ -33,8 +35,8 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
-EXTRA_MODES = ("nodecomp",)  # rerank without the deterministic decompose stage (split + identifier expansion)
-TIERS = ("lexical", "dense", "path", "symbol", "graph")
+EXTRA_MODES = ("nodecomp", "nohistory")  # rerank without decompose; full without the history tier
+TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
@@ -44,9 +46,11 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
         return {t: (base.get(t, 1.0) if t in only else 0.0) for t in TIERS}, False, False
     weights = {t: base.get(t, 1.0) for t in TIERS}
     if mode == "anchors":
-        return weights, False, False
+        return {**weights, "history": 0.0}, False, False
     if mode in ("rerank", "nodecomp"):
-        return weights, False, True
+        return {**weights, "history": 0.0}, False, True
+    if mode == "nohistory":
+        return {**weights, "history": 0.0}, True, True
     return weights, True, True  # full
 
 
@@ -128,8 +132,12 @@ def main(argv: list[str]) -> int:
             cfg = Config.resolve(tree, work / "index" / repo.replace("/", "__"), persist_sessions=False,
                                  embedder="none" if args.no_dense else "minilm")
             cfg.cache_dir = work / "cache"
+            cfg.history_git_dir = Path(repos[repo])  # history as on a user's clone at the base commit:
             engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
         engine, file_bm25 = engines[repo]
+        if engine.history is not None:  # HEAD's ancestry only, nothing later
+            engine.history.rev = row["base_commit"]
+            engine.history.update()
         t0 = time.perf_counter()
         engine.indexer.sync()
         embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else PRIORITY_LAST)

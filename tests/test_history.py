@@ -1,0 +1,64 @@
+"""The history tier: past commit messages raise the files those commits touched; HEAD's
+ancestry only; no git is a skipped stage, not an error."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from indexers.history import History
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo, *args):
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                   capture_output=True)
+
+
+def make_repo(root):
+    root.mkdir()
+    git(root, "init", "-q")
+    (root / "retry.py").write_text("def backoff():\n    return 1\n")
+    (root / "render.py").write_text("def draw():\n    return 2\n")
+    git(root, "add", ".")
+    git(root, "commit", "-q", "-m", "initial import")
+    (root / "retry.py").write_text("def backoff():\n    return 2\n")
+    git(root, "commit", "-qam", "Fix exponential backoff when the connection pool is exhausted")
+    (root / "render.py").write_text("def draw():\n    return 3\n")
+    git(root, "commit", "-qam", "Render tables with unicode borders")
+    return root
+
+
+def test_past_commit_messages_point_at_the_files_they_touched(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    history = History(tmp_path / "h.db", repo)
+    assert history.update().startswith("3 commits")
+    files = history.files_for("backoff is wrong when the pool is exhausted", {"retry.py", "render.py"})
+    assert files[0].path == "retry.py" and "backoff" in files[0].subject
+    assert history.update().endswith("up to date")
+
+
+def test_only_heads_ancestry_is_read_and_a_moved_head_updates_incrementally(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    git(repo, "checkout", "-q", "-b", "future")
+    (repo / "render.py").write_text("def draw():\n    return 4\n")
+    git(repo, "commit", "-qam", "Fix the zebra striping crash")
+    git(repo, "checkout", "-q", "-")
+    history = History(tmp_path / "h.db", repo)
+    history.update()
+    assert history.files_for("zebra striping crash", {"render.py", "retry.py"}) == []  # another branch: unseen
+    git(repo, "merge", "-q", "--ff-only", "future")
+    assert "(1 new)" in history.update()
+    assert history.files_for("zebra striping crash", {"render.py"})[0].path == "render.py"
+
+
+def test_no_repository_is_a_skipped_stage_with_a_reason(tmp_path, engine):
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert History(tmp_path / "h.db", plain).update().startswith("skipped")
+    r = engine.packet("apply the discount", debug=True)
+    stage = next(s for s in r.debug.stages if s.name == "history")
+    assert stage.status == "skipped" and "no git history" in stage.detail
