@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from indexers.languages import CODE_LANGUAGES, parser
+from mcp_retrieval.indexers.languages import CODE_LANGUAGES, parser
 
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise

@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.memory import return_freed_memory
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +178,7 @@ class HashEmbedder:
     semantic = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from indexers.analysis import terms
+        from mcp_retrieval.indexers.analysis import terms
 
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         for row, text in enumerate(texts):

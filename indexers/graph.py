@@ -13,8 +13,8 @@ import difflib
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
-from indexers.store import Store
-from indexers.symbols import module_name, module_suffixes
+from mcp_retrieval.indexers.store import Store
+from mcp_retrieval.indexers.symbols import module_name, module_suffixes
 
 MAX_AMBIGUITY = 3
 RELATIONS = {

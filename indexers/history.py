@@ -23,8 +23,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexers.analysis import STOPWORDS, split_identifier, terms
-from indexers.listing import quiet_git_env
+from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
+from mcp_retrieval.indexers.listing import quiet_git_env
 
 log = logging.getLogger(__name__)
 MAX_COMMITS = 20_000

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import tantivy
 
-from indexers.analysis import path_terms, query_terms, terms
-from indexers.chunk import Chunk
+from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms
+from mcp_retrieval.indexers.chunk import Chunk
 
 FIELD_BOOSTS = {"body": 1.0, "symbol": 2.0, "pathtok": 1.5}
 _WRITER_HEAP = 64_000_000

@@ -20,7 +20,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from indexers.safe_read import stat_inside
+from mcp_retrieval.indexers.safe_read import stat_inside
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT_S = 120

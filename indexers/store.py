@@ -15,8 +15,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexers.chunk import Chunk
-from indexers.languages import is_test_chunk
+from mcp_retrieval.indexers.chunk import Chunk
+from mcp_retrieval.indexers.languages import is_test_chunk
 
 PRIORITY_LAST = 3  # embed order: 0 code, 1 tests, 2 prose, 3 generated (see `embed_priority`)
 

@@ -17,8 +17,8 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Query, QueryCursor
 
-from indexers.chunk import _DEFS, _body, definitions
-from indexers.languages import grammar
+from mcp_retrieval.indexers.chunk import _DEFS, _body, definitions
+from mcp_retrieval.indexers.languages import grammar
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +46,7 @@ def module_suffixes(path: str) -> list[str]:
 def _query(language: str) -> Query | None:
     try:
         name = "typescript" if language == "tsx" else language  # TSX shares the TypeScript queries
-        source = resources.files("indexers").joinpath(f"queries/{name}.scm").read_text()
+        source = resources.files("mcp_retrieval.indexers").joinpath(f"queries/{name}.scm").read_text()
         return Query(grammar(language), source)
     except Exception as exc:  # a missing or broken query file disables edges for that language only
         log.warning("no graph query for %s: %s", language, exc)

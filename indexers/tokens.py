@@ -18,7 +18,7 @@ def _tokenizer():
     try:
         from tokenizers import Tokenizer
 
-        from indexers.embed import tokenizer_dir
+        from mcp_retrieval.indexers.embed import tokenizer_dir
 
         tok = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
         tok.no_truncation()

@@ -22,16 +22,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from indexers.chunk import Chunk, chunk_file, parse
-from indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
-from indexers.languages import language_for, looks_generated
-from indexers.lexical import LexicalIndex
-from indexers.memory import return_freed_memory
-from indexers.store import PRIORITY_LAST, FileRecord, Store
-from indexers.symbols import extract
-from indexers.tokens import budget_counts
-from indexers.vectors import VectorIndex
-from indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, suspiciously_small, walk
+from mcp_retrieval.indexers.chunk import Chunk, chunk_file, parse
+from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
+from mcp_retrieval.indexers.languages import language_for, looks_generated
+from mcp_retrieval.indexers.lexical import LexicalIndex
+from mcp_retrieval.indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord, Store
+from mcp_retrieval.indexers.symbols import extract
+from mcp_retrieval.indexers.tokens import budget_counts
+from mcp_retrieval.indexers.vectors import VectorIndex
+from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, suspiciously_small, walk
 
 log = logging.getLogger(__name__)
 BATCH_FILES = 200

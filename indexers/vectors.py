@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-from indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.memory import return_freed_memory
 
 log = logging.getLogger(__name__)
 TABLE = "chunks"

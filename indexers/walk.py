@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pathspec
 
-from indexers.listing import git_listing
-from indexers.safe_read import read_inside
+from mcp_retrieval.indexers.listing import git_listing
+from mcp_retrieval.indexers.safe_read import read_inside
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import watchfiles
 
-from indexers.walk import PRUNED_DIRS, IgnoreRules
+from mcp_retrieval.indexers.walk import PRUNED_DIRS, IgnoreRules
 
 log = logging.getLogger(__name__)
 BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)

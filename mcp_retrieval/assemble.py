@@ -19,8 +19,8 @@ import html
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from indexers.analysis import terms
-from indexers.tokens import budget_counts, budget_tokens
+from mcp_retrieval.indexers.analysis import terms
+from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 

@@ -29,7 +29,7 @@ def default_index_dir(root: Path) -> Path:
 def detect_root(directory: Path) -> Path:
     """With no `--root`: the top of the git work tree holding `directory` (started in `src/pkg`
     of a repository, the whole repository is the workspace), else `directory` itself."""
-    from indexers.listing import work_tree_top
+    from mcp_retrieval.indexers.listing import work_tree_top
 
     return (work_tree_top(directory) or directory).resolve()
 

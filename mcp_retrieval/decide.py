@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from indexers.analysis import STOPWORDS, terms
+from mcp_retrieval.indexers.analysis import STOPWORDS, terms
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 

@@ -14,13 +14,13 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-from indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
-from indexers.graph import RELATIONS, CodeGraph
-from indexers.history import History
-from indexers.analysis import terms
-from indexers.memory import return_freed_memory
-from indexers.tokens import budget_counts
-from indexers.update import IndexBusy, Indexer
+from mcp_retrieval.indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
+from mcp_retrieval.indexers.graph import RELATIONS, CodeGraph
+from mcp_retrieval.indexers.history import History
+from mcp_retrieval.indexers.analysis import terms
+from mcp_retrieval.indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.tokens import budget_counts
+from mcp_retrieval.indexers.update import IndexBusy, Indexer
 from mcp_retrieval import assemble, decide, file_rank
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import Fresh, FreshnessGate
@@ -71,7 +71,7 @@ class Engine:
         if self.config.embedder == "none":
             return None
         if self.config.embedder == "hash":  # meaning-free vectors for tests and crash drills
-            from indexers.embed import HashEmbedder
+            from mcp_retrieval.indexers.embed import HashEmbedder
             return HashEmbedder()
         try:
             return MiniLMEmbedder(self.config.cache_dir)

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from indexers.chunk import chunk_file
-from indexers.languages import language_for
-from indexers.safe_read import read_inside, stat_inside
-from indexers.store import Store, StoredChunk
-from indexers.tokens import budget_counts
-from indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source
+from mcp_retrieval.indexers.chunk import chunk_file
+from mcp_retrieval.indexers.languages import language_for
+from mcp_retrieval.indexers.safe_read import read_inside, stat_inside
+from mcp_retrieval.indexers.store import Store, StoredChunk
+from mcp_retrieval.indexers.tokens import budget_counts
+from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source
 from mcp_retrieval.retrieve import Candidate
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from indexers.graph import CodeGraph
+from mcp_retrieval.indexers.graph import CodeGraph
 
 EDGE_WEIGHTS = {"call": 1.0, "inherit": 0.8, "contains": 0.6, "reference": 0.5, "import": 0.4}
 ALPHA = 0.25  # restart probability

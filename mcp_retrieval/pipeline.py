@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from indexers.graph import CodeGraph
+from mcp_retrieval.indexers.graph import CodeGraph
 from mcp_retrieval import fusion, graph_fusion
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexers.languages import is_test_chunk
-from indexers.store import PRIORITY_LAST
+from mcp_retrieval.indexers.languages import is_test_chunk
+from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
 log = logging.getLogger(__name__)

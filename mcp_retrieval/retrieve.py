@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from indexers.embed import Embedder
-from indexers.lexical import LexicalIndex
-from indexers.store import Store, StoredChunk
-from indexers.symbols import module_suffixes
-from indexers.vectors import VectorIndex
+from mcp_retrieval.indexers.embed import Embedder
+from mcp_retrieval.indexers.lexical import LexicalIndex
+from mcp_retrieval.indexers.store import Store, StoredChunk
+from mcp_retrieval.indexers.symbols import module_suffixes
+from mcp_retrieval.indexers.vectors import VectorIndex
 from mcp_retrieval.extract import Anchors
 
 log = logging.getLogger(__name__)

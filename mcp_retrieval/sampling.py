@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import Path
 
-import prompts
+from mcp_retrieval import prompts
 from mcp_retrieval.classify import classify
 
 log = logging.getLogger("mcp_retrieval")

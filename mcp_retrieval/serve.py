@@ -14,8 +14,8 @@ log = logging.getLogger("mcp_retrieval")
 
 
 def serve(config: Config, args) -> int:
-    from indexers.memory import limit_malloc_arenas
-    from indexers.watch import Watcher
+    from mcp_retrieval.indexers.memory import limit_malloc_arenas
+    from mcp_retrieval.indexers.watch import Watcher
     from mcp_retrieval.engine import Engine
     from mcp_retrieval.server import LOOPBACK, build_server, http_app
 

@@ -21,7 +21,7 @@ from mcp_types import (CallToolResult, CreateMessageRequest, CreateMessageResult
 from mcp_types.version import is_version_at_least
 from pydantic import Field, ValidationError
 
-import prompts
+from mcp_retrieval import prompts
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from indexers.analysis import split_identifier
+from mcp_retrieval.indexers.analysis import split_identifier
 from mcp_retrieval.sampling import HostRewrite, normalise
 
 MAX_SUB_QUERIES = 3

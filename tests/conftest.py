@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from indexers.embed import HashEmbedder
+from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval import Config, Engine
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "workspace"
@@ -58,6 +58,6 @@ def engine(config: Config, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture(scope="session")
 def minilm(tmp_path_factory):
     """The real embedding model, loaded once per test session."""
-    from indexers.embed import MiniLMEmbedder
+    from mcp_retrieval.indexers.embed import MiniLMEmbedder
 
     return MiniLMEmbedder(tmp_path_factory.mktemp("model-cache"))

@@ -1,6 +1,6 @@
-from indexers.analysis import split_identifier, terms
-from indexers.chunk import MAX_CHARS, chunk_file
-from indexers.languages import language_for
+from mcp_retrieval.indexers.analysis import split_identifier, terms
+from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
+from mcp_retrieval.indexers.languages import language_for
 
 
 def chunks_of(workspace, rel):

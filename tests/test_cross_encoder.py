@@ -6,7 +6,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from indexers.embed import tokenizer_dir
+from mcp_retrieval.indexers.embed import tokenizer_dir
 from mcp_retrieval import Engine
 from mcp_retrieval.rerank import CrossEncoderReranker, ZScoreReranker, signals_for
 
@@ -54,7 +54,7 @@ def test_a_spent_time_budget_stops_reading_after_one_batch_and_keeps_the_rest_be
 
 
 def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp_path):
-    from indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.embed import HashEmbedder
 
     config.cache_dir = tmp_path / "cache"
     config.cross_encoder_dir = write_model(tmp_path / "broken", broken_output=True)
@@ -69,7 +69,7 @@ def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp
 
 
 def test_a_missing_or_unloadable_cross_encoder_degrades_or_errors_as_asked(config, tmp_path):
-    from indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.embed import HashEmbedder
 
     config.cache_dir = tmp_path / "cache"
     config.cross_encoder_dir = tmp_path / "nothing-here"

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, read_inside
-from indexers.watch import Watcher
-from indexers.walk import walk
+from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, read_inside
+from mcp_retrieval.indexers.watch import Watcher
+from mcp_retrieval.indexers.walk import walk
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzSECRETzz"
 

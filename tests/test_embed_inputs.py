@@ -4,10 +4,10 @@ an index whose embedding model changed is re-embedded rather than mixed."""
 import numpy as np
 import pytest
 
-from indexers.embed import MODEL_ID, EmbeddingCache, HashEmbedder, model_id
-from indexers.languages import looks_generated
-from indexers.store import PRIORITY_LAST
-from indexers.update import Indexer
+from mcp_retrieval.indexers.embed import MODEL_ID, EmbeddingCache, HashEmbedder, model_id
+from mcp_retrieval.indexers.languages import looks_generated
+from mcp_retrieval.indexers.store import PRIORITY_LAST
+from mcp_retrieval.indexers.update import Indexer
 
 
 def test_another_input_length_is_another_model():

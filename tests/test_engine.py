@@ -117,7 +117,7 @@ def test_reindex_picks_up_edits_and_deletions_incrementally(engine, workspace):
 
 
 def test_an_empty_root_answers_with_an_empty_index_miss(tmp_path):
-    from indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.embed import HashEmbedder
     from mcp_retrieval import Config
 
     (tmp_path / "empty").mkdir()

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from indexers.watch import Watcher
+from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval import Config, Engine
 
 

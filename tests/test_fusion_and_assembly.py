@@ -3,8 +3,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexers.store import StoredChunk
-from indexers.tokens import budget_counts, budget_tokens
+from mcp_retrieval.indexers.store import StoredChunk
+from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
 from mcp_retrieval.assemble import assemble, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate

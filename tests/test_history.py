@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from indexers.history import History
+from mcp_retrieval.indexers.history import History
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -3,8 +3,8 @@ in each language's naming, and file-level ranking with C/C++ header/source pairs
 
 from __future__ import annotations
 
-from indexers.languages import is_test_chunk, is_test_path
-from indexers.store import StoredChunk
+from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
+from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import partners, rank_files
 from mcp_retrieval.retrieve import Candidate

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from indexers.embed import DIM, MODEL_SHA256, _sha256, _weights_path
+from mcp_retrieval.indexers.embed import DIM, MODEL_SHA256, _sha256, _weights_path
 from mcp_retrieval import Engine
 
 

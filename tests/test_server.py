@@ -96,7 +96,7 @@ def test_the_server_runs_over_stdio_as_a_subprocess(workspace, tmp_path):
 
 
 def test_reindex_sends_progress_notifications_when_the_client_asks(workspace, tmp_path):
-    from indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.embed import HashEmbedder
     from mcp_retrieval import Config, Engine
 
     cfg = Config.resolve(workspace, tmp_path / "idx-progress", persist_sessions=False)

@@ -1,6 +1,6 @@
 import numpy as np
 
-from indexers.vectors import VectorIndex
+from mcp_retrieval.indexers.vectors import VectorIndex
 
 
 def unit(seed: int, dim: int = 8) -> np.ndarray:

@@ -1,4 +1,4 @@
-from indexers.walk import WalkStats, read_source, walk
+from mcp_retrieval.indexers.walk import WalkStats, read_source, walk
 
 
 def test_walk_honours_gitignore_nested_ignores_and_git_exclude(workspace):

@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     from fastembed import TextEmbedding
     from fastembed.common.model_description import ModelSource, PoolingType
 
-    from indexers.embed import DIM, _model_folder, embed_text, model_id
+    from mcp_retrieval.indexers.embed import DIM, _model_folder, embed_text, model_id
 
     rows = sqlite3.connect(args.index_db).execute("SELECT header, text FROM chunks WHERE priority=0").fetchall()
     random.Random(7).shuffle(rows)

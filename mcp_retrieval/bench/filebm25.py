@@ -6,7 +6,7 @@ from pathlib import Path
 
 import tantivy
 
-from indexers.analysis import path_terms, query_terms, terms
+from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms
 
 
 class FileBM25:

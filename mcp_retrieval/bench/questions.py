@@ -138,7 +138,7 @@ def main(argv: list[str]) -> int:
     facets = [json.loads(x) for x in Path(args.facets).read_text().splitlines() if x.strip()] if args.facets else []
     result = anyio.run(_ask, root, index_dir, questions, facets)
     baseline = FileBM25(Path(tempfile.mkdtemp(prefix="filebm25-")))
-    from indexers.walk import walk
+    from mcp_retrieval.indexers.walk import walk
 
     baseline.sync(root, [e.path for e in walk(root)])
     result["bm25_file_hits"] = sum(baseline.search(q["question"], 1)[:1] == [q["answer"]] for q in questions)

@@ -33,7 +33,7 @@ def build_stand_in(folder: Path) -> Path:
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
-    from indexers.embed import _weights_path, tokenizer_dir
+    from mcp_retrieval.indexers.embed import _weights_path, tokenizer_dir
 
     model = onnx.load(str(_weights_path()))
     graph = model.graph

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
-from indexers.store import PRIORITY_LAST
+from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 

@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from indexers.store import PRIORITY_LAST
+from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.bench.checkout import checkout
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config

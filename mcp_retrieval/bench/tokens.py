@@ -25,7 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from indexers.tokens import budget_tokens
+from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval import assemble
 from mcp_retrieval.bench.checkout import checkout
 from mcp_retrieval.bench.filebm25 import FileBM25
