@@ -67,11 +67,12 @@ def _attr(value: object) -> str:
     return html.escape(neutralize(str(value)), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
-def header_line(p: Placed, same_file: bool = False) -> str:
-    """`<mcp-retrieval:chunk path=… lines=… symbol=…/>`; the path is left out when the previous
-    piece was from the same file (contract: a header without `path` continues that file)."""
+def header_line(p: Placed, same_file: bool = False, show_root: bool = False) -> str:
+    """`<mcp-retrieval:chunk path=… lines=… symbol=…/>` (`root=…` first in a workspace of several
+    roots); root and path are left out when the previous piece was from the same file (contract:
+    a header without `path` continues that file)."""
     c = p.candidate.chunk
-    attrs = {} if same_file else {"path": c.path}
+    attrs = {} if same_file else {"root": p.candidate.root, "path": c.path} if show_root else {"path": c.path}
     attrs["lines"] = f"{c.start_line}-{c.end_line}"
     if c.symbol:
         attrs["symbol"] = c.symbol
@@ -81,20 +82,24 @@ def header_line(p: Placed, same_file: bool = False) -> str:
     return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{_attr(v)}"' for k, v in attrs.items()) + "/>"
 
 
-def _piece(p: Placed, same_file: bool) -> str:
-    return header_line(p, same_file) if p.stub else header_line(p, same_file) + "\n" + (p.text or "")
+def _piece(p: Placed, same_file: bool, show_root: bool = False) -> str:
+    header = header_line(p, same_file, show_root)
+    return header if p.stub else header + "\n" + (p.text or "")
+
+
+def _file(p: Placed) -> tuple[str, str]:
+    return p.candidate.root, p.candidate.chunk.path
 
 
 def order_for_reading(placed: Sequence[Placed]) -> list[Placed]:
     """Files in order of their strongest chunk; inside a file, chunks in line order."""
-    best: dict[str, float] = {}
+    best: dict[tuple[str, str], float] = {}
     for p in placed:
-        best[p.candidate.chunk.path] = max(best.get(p.candidate.chunk.path, float("-inf")), p.candidate.score)
-    return sorted(placed, key=lambda p: (-best[p.candidate.chunk.path], p.candidate.chunk.path,
-                                         p.candidate.chunk.start_line, p.candidate.chunk.id))
+        best[_file(p)] = max(best.get(_file(p), float("-inf")), p.candidate.score)
+    return sorted(placed, key=lambda p: (-best[_file(p)], _file(p), p.candidate.chunk.start_line, p.candidate.chunk.id))
 
 
-def render_window(placed: Sequence[Placed], head: str = "") -> str:
+def render_window(placed: Sequence[Placed], head: str = "", show_root: bool = False) -> str:
     """The window: an optional head line, then one header per chunk (path once per run of one file)
     and its text; stubs are their header alone."""
     parts = [head] if head else []
@@ -102,8 +107,8 @@ def render_window(placed: Sequence[Placed], head: str = "") -> str:
         parts.append(STUB_NOTE)
     previous = None
     for p in placed:
-        parts.append(_piece(p, p.candidate.chunk.path == previous))
-        previous = p.candidate.chunk.path
+        parts.append(_piece(p, _file(p) == previous, show_root))
+        previous = _file(p)
     return "\n".join(parts)
 
 
@@ -167,7 +172,7 @@ def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
 # --- assembly ------------------------------------------------------------------------------------
 def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
              lam: float = 0.7, near_duplicate: float = 0.9, head: str = "",
-             query_terms: frozenset[str] = frozenset()) -> Window:
+             query_terms: frozenset[str] = frozenset(), show_root: bool = False) -> Window:
     """Choose what goes into the window and render it; `Window.tokens` (the rendered text's
     count, head line included) never exceeds `budget`."""
     remaining = budget - budget_tokens(head) - 1
@@ -175,11 +180,12 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
         remaining -= budget_tokens(STUB_NOTE) + 1
     chosen: list[Placed] = []
     if candidates and remaining > 0:
-        chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms)
-    return _fit(order_for_reading(chosen), budget, head)
+        chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, show_root)
+    return _fit(order_for_reading(chosen), budget, head, show_root)
 
 
-def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms) -> list[Placed]:
+def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
+            show_root: bool) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
@@ -191,7 +197,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
             continue
-        placed, cost = _place(best, remaining, delivered, query_terms)
+        placed, cost = _place(best, remaining, delivered, query_terms, show_root)
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -206,34 +212,34 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     return chosen
 
 
-def _place(c: Candidate, remaining: int, delivered, query_terms) -> tuple[Placed | None, int]:
+def _place(c: Candidate, remaining: int, delivered, query_terms, show_root: bool) -> tuple[Placed | None, int]:
     """The candidate as it would be placed (stub, whole, or excerpt) and its cost with a full header
     and the joining newline; (None, 0) when it cannot fit."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
-        cost = budget_tokens(_piece(p, False)) + 1
+        cost = budget_tokens(_piece(p, False, show_root)) + 1
         return (p, cost) if cost <= remaining else (None, 0)
     p = Placed(c, stub=False, text=neutralize(c.chunk.text))
-    header_cost, body_cost = budget_counts([header_line(p) + "\n", p.text])
+    header_cost, body_cost = budget_counts([header_line(p, False, show_root) + "\n", p.text])
     if header_cost + body_cost + 1 <= remaining:
         return p, header_cost + body_cost + 1
     p.excerpt = True
-    room = remaining - budget_tokens(header_line(p) + "\n") - 1
+    room = remaining - budget_tokens(header_line(p, False, show_root) + "\n") - 1
     if room < MIN_EXCERPT_TOKENS or not query_terms:
         return None, 0
     text = excerpt(p.text, query_terms, room, c.chunk.start_line)
     if text is None:
         return None, 0
     p.text = text
-    return p, budget_tokens(_piece(p, False)) + 1
+    return p, budget_tokens(_piece(p, False, show_root)) + 1
 
 
-def _fit(placed: list[Placed], budget: int, head: str) -> Window:
+def _fit(placed: list[Placed], budget: int, head: str, show_root: bool = False) -> Window:
     """Render, count, and drop the weakest piece until the whole window fits (the greedy costs are
     an upper bound, so this rarely drops anything; it makes the ceiling exact, not estimated)."""
     placed = list(placed)
     while True:
-        text = render_window(placed, head)
+        text = render_window(placed, head, show_root)
         tokens = budget_tokens(text)
         if tokens <= budget or not placed:
             return Window(placed, text, tokens)

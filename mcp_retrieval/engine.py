@@ -11,28 +11,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 from mcp_retrieval.indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUnavailable
 from mcp_retrieval.indexers.graph import RELATIONS, CodeGraph
 from mcp_retrieval.indexers.history import History
-from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.memory import return_freed_memory
-from mcp_retrieval.indexers.tokens import budget_counts
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import assemble, decide, file_rank
+from mcp_retrieval import decide
 from mcp_retrieval.config import Config
-from mcp_retrieval.freshness import Fresh, FreshnessGate
-from mcp_retrieval.models import (ChunkOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
-                                  Miss, PacketItem, PacketResult, ReindexResult)
+from mcp_retrieval.freshness import FreshnessGate
+from mcp_retrieval.models import (ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
+                                  PacketResult, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.sampling import HostOutcome, SamplingPlanner
 from mcp_retrieval.session import SessionRegister
 from mcp_retrieval.stages import StageLog
-from mcp_retrieval.validate import BadRequest, check_int, check_paths, check_query, check_session
+from mcp_retrieval.validate import BadRequest, check_int, check_paths, check_query
 
 log = logging.getLogger("mcp_retrieval")
 VERSION = "0.1.0"
@@ -40,9 +39,19 @@ TASKS = ("explain", "edit", "debug", "review")
 __all__ = ["BadRequest", "Engine"]
 
 
+@dataclass
+class Gathered:
+    """One root's share of an answer (see `Engine.gather`)."""
+    engine: "Engine"
+    ranked: Ranked | None  # None: the index is empty or being built
+    candidates: list[Candidate]
+    outcome: Know | Miss
+
+
 class Engine:
-    def __init__(self, config: Config, *, embedder="auto", reranker=None):
+    def __init__(self, config: Config, *, embedder="auto", reranker=None, name: str | None = None):
         self.config = config
+        self.name = name or config.root.name or "root"  # the root's name in results (`root`)
         self.cache = EmbeddingCache(config.cache_dir / "embeddings.sqlite")
         self.embedder = self._load_embedder() if embedder == "auto" else embedder
         self.indexer = Indexer(config.root, config.index_dir, self.cache, self.embedder)
@@ -249,115 +258,41 @@ class Engine:
                         "nothing is indexed yet: call reindex")
         return None
 
-    def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
-                path_prefix: str | None = None, active_files: list[str] | None = None,
-                sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
-                host: HostOutcome | None = None) -> ContextResult:
-        """`host`: what the host-sampling stage produced (the server asks before calling this)."""
-        query, notes = check_query(query)
-        budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
-        max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
-        session_id = check_session(session_id)
-        active, prefix, subs = self._check_scope(active_files, path_prefix, sub_queries)
+    def context(self, query: str, **kwargs) -> ContextResult:
+        """The `context` tool over this root alone (see `mcp_retrieval.workspace`)."""
+        from mcp_retrieval.workspace import Workspace
+        return Workspace.single(self).context(query, **kwargs)
+
+    def packet(self, query: str, **kwargs) -> PacketResult:
+        """The `packet` tool over this root alone (see `mcp_retrieval.workspace`)."""
+        from mcp_retrieval.workspace import Workspace
+        return Workspace.single(self).packet(query, **kwargs)
+
+    def gather(self, query: str, active: list[str], subs: list[str], prefix: str | None, stages: StageLog, *,
+               for_packet: bool = False, host: HostOutcome | None = None) -> "Gathered":
+        """This root's share of an answer: its ranked pool (fresh chunks only, for `context`) and its
+        own know/miss on that pool."""
         if (miss := self._empty_miss()) is not None:
-            result = ContextResult(miss=miss, index=self.status())
-            result.window = f"{_head_line(miss)}\n{assemble.no_match_window(miss.reason, miss.escalate_to)}"
-            return result
-        stages = StageLog()
-        ranked = self._rank(query, active, subs, prefix, stages, host=host)
-        with stages.run("freshness") as st:
-            refreshed = self.freshness.refresh(ranked.candidates, self.pending_paths)
-            candidates = refreshed.candidates
-            st["detail"] = refreshed.detail()
+            return Gathered(self, None, [], miss)
+        graph = self.config.graph and self.config.graph_in_packet if for_packet else None
+        ranked = self._rank(query, active, subs, prefix, stages, graph=graph, host=host)
+        candidates, dropped = ranked.candidates, 0
+        if not for_packet:
+            with stages.run("freshness") as st:
+                refreshed = self.freshness.refresh(ranked.candidates, self.pending_paths)
+                candidates, dropped = refreshed.candidates, refreshed.dropped
+                st["detail"] = refreshed.detail()
         if candidates:
             outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
                                     self._vectors_complete())
-        elif refreshed.dropped:  # everything found is gone from disk since indexing
+        elif dropped:  # everything found is gone from disk since indexing
             outcome = Miss(reason="stale", escalate_to="reindex",
-                           detail=f"the {refreshed.dropped} matching chunks' files changed or vanished since indexing")
+                           detail=f"the {dropped} matching chunks' files changed or vanished since indexing")
         else:
             outcome = Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
-        window = assemble.Window()
-        with stages.run("assemble") as st:
-            if isinstance(outcome, Miss):
-                st["status"], st["detail"] = "skipped", "miss: marker-only window"
-            else:
-                delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
-                cap = min(max_chunks, ranked.qclass.max_chunks)  # the question's class caps the window too
-                window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
-                                           lam=self.config.mmr_lambda, near_duplicate=self.config.near_duplicate,
-                                           head=_head_line(outcome), query_terms=frozenset(terms(query)))
-                st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
-                                f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
-        placed = window.placed
-        if session_id is not None and not ignore_delivered:
-            self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub and not p.excerpt])
-        chunks = [self._chunk_out(p) for p in placed]
-        if not placed:
-            reason, escalate = getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user")
-            marker = assemble.no_match_window(reason, escalate)
-            window = assemble.Window([], f"{_head_line(outcome)}\n{marker}")
-            window.tokens = budget_counts([window.text])[0]
-        result = ContextResult(chunks=chunks, index=self.status())
-        result.window = window.text
-        if isinstance(outcome, Miss):
-            result.miss = outcome
-        else:
-            result.know = outcome
-        if debug:
-            result.debug = self._debug(ranked, stages, notes, window.tokens)
-        return result
-
-    def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
-               active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,
-               path_prefix: str | None = None, debug: bool = False, host: HostOutcome | None = None) -> PacketResult:
-        query, notes = check_query(query)
-        max_items = check_int(max_items, "max_items", 1, 50)
-        check_session(session_id)
-        if not isinstance(task, str) or task not in TASKS:
-            raise BadRequest(f"task must be one of {', '.join(TASKS)}; got {task!r}")
-        active, prefix, subs = self._check_scope(active_files, path_prefix, sub_queries)
-        if (miss := self._empty_miss()) is not None:
-            return PacketResult(miss=miss, index=self.status())
-        stages = StageLog()
-        ranked = self._rank(query, active, subs, prefix, stages, graph=self.config.graph and self.config.graph_in_packet,
-                            host=host)
-        candidates = ranked.candidates
-        outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
-                                self._vectors_complete()) if candidates else Miss(reason="abstain", escalate_to="ask_user")
-        with stages.run("files") as st:
-            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
-                                              partner_chunk=self._first_chunk)
-            st["detail"] = f"{len({c.chunk.path for c in candidates[:max_items]})} files in the first {max_items} items"
-        items: list[PacketItem] = []
-        if not isinstance(outcome, Miss):
-            with stages.run("freshness") as st:
-                head = candidates[:max_items]
-                fresh = self.freshness.check([c.chunk.path for c in head])
-                st["detail"] = f"{sum(v != Fresh.FRESH for v in fresh.values())} stale"
-            base = outcome.confidence
-            top = head[0].score if head and head[0].score else 1.0
-            for c in head:
-                state = fresh[c.chunk.path]
-                conf = round(base * (c.score / top), 3)
-                if state != Fresh.FRESH:
-                    action = "refresh"
-                elif task in ("edit", "debug") or conf < 0.5:
-                    action = "reread"
-                else:
-                    action = "trust"
-                items.append(PacketItem(path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
-                                        symbol=c.chunk.symbol, score=round(c.score, 4), confidence=conf,
-                                        tiers=c.tiers, content_sha256=c.chunk.sha256, fresh=state == Fresh.FRESH,
-                                        action=action, tokens=c.chunk.tokens, why=_why(c, state)))
-        result = PacketResult(items=items, index=self.status())
-        if isinstance(outcome, Miss):
-            result.miss = outcome
-        else:
-            result.know = outcome
-        if debug:
-            result.debug = self._debug(ranked, stages, notes, 0)
-        return result
+        for c in candidates:
+            c.root = self.name
+        return Gathered(self, ranked, candidates, outcome)
 
     def query_graph(self, node: str, relation: str = "neighbors", depth: int = 1, limit: int = 50,
                     kind: str | None = None) -> GraphResult:
@@ -380,12 +315,12 @@ class Engine:
         if relation == "imports" or relation == "imported_by":  # a symbol's imports are its file's
             starts = list(dict.fromkeys(graph.index.get(graph.nodes[s].path, s) for s in starts))
         found, edges, truncated = graph.traverse(starts, relation, depth, limit, "file" if kind == "module" else kind)
-        return GraphResult(nodes=[_node_out(graph, i) for i in [*starts, *found]],
+        return GraphResult(nodes=[_node_out(graph, i, self.name) for i in [*starts, *found]],
                            edges=[GraphEdge(source=graph.nodes[s].id, target=graph.nodes[t].id, type=typ)
                                   for s, t, typ in edges], truncated=truncated)
 
     # --- helpers ----------------------------------------------------------------------------------
-    def _check_scope(self, active_files, path_prefix, sub_queries):
+    def check_scope(self, active_files, path_prefix, sub_queries):
         active = check_paths(active_files, self.config.root, "active_files", must_exist=False) if active_files else []
         prefix = None
         if path_prefix is not None:
@@ -400,41 +335,22 @@ class Engine:
             subs = [check_query(q)[0] for q in sub_queries]
         return active, prefix, subs
 
-    def _first_chunk(self, path: str) -> Candidate | None:
+    def first_chunk(self, path: str) -> Candidate | None:
         """The opening chunk of an indexed file (a header/source partner the pool lacked)."""
         chunks = self.store.chunks_for_path(path)
-        return Candidate(chunk=chunks[0]) if chunks else None
+        if not chunks:
+            return None
+        c = Candidate(chunk=chunks[0])
+        c.root = self.name
+        return c
 
-    def _chunk_out(self, p: assemble.Placed) -> ChunkOut:
-        c = p.candidate
-        return ChunkOut(path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
-                        symbol=c.chunk.symbol, language=c.chunk.language, score=round(c.score, 4), tiers=c.tiers,
-                        content_sha256=c.chunk.sha256, tokens=c.chunk.tokens, text=p.text, delivered=p.stub,
-                        excerpt=p.excerpt)
-
-    def _debug(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
+    def debug_report(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()
         if notes:
             rewrite["notes"] = notes
         return Debug(rewrite=rewrite, candidate_pool=ranked.pool_size, graph_added=ranked.graph_added,
                      reranker=ranked.reranker, assembled_tokens=tokens, query_class=ranked.qclass.name,
                      anchors=ranked.anchors.as_dict(), stages=stages.stages)
-
-
-def _head_line(outcome: Know | Miss) -> str:
-    """The first line of `context`'s text: the decision, inside the budget like everything else."""
-    if isinstance(outcome, Miss):
-        return f"miss: {outcome.reason}; next: {outcome.escalate_to}" + (f" ({outcome.detail})" if outcome.detail else "")
-    return f"know (confidence {outcome.confidence:.2f})"
-
-
-def _why(c: Candidate, state: Fresh) -> str:
-    parts = [f"matched by {', '.join(c.tiers) or 'fusion'}", *c.why]
-    if state == Fresh.CHANGED:
-        parts.append("file changed on disk since indexing: reread it")
-    elif state == Fresh.DELETED:
-        parts.append("file deleted since indexing")
-    return "; ".join(dict.fromkeys(parts))
 
 
 def _relative_ref(ref: str, root: Path) -> str | None:
@@ -451,7 +367,7 @@ def _relative_ref(ref: str, root: Path) -> str | None:
     return ref
 
 
-def _node_out(graph: CodeGraph, i: int) -> GraphNode:
+def _node_out(graph: CodeGraph, i: int, root: str) -> GraphNode:
     n = graph.nodes[i]
-    return GraphNode(id=n.id, kind=n.kind, name=n.qualname if n.kind != "file" else n.path, path=n.path,
+    return GraphNode(id=n.id, kind=n.kind, name=n.qualname if n.kind != "file" else n.path, root=root, path=n.path,
                      start_line=n.start_line, end_line=n.end_line)

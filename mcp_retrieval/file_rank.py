@@ -30,10 +30,13 @@ SOURCES = (".c", ".cc", ".cpp", ".cxx")
 _SWAP_DIRS = {"include": "src", "src": "include", "inc": "src"}
 
 
-def file_scores(candidates: Sequence[Candidate]) -> dict[str, float]:
-    by_file: dict[str, list[float]] = {}
+FileKey = tuple[str, str]  # (root name, path in that root)
+
+
+def file_scores(candidates: Sequence[Candidate]) -> dict[FileKey, float]:
+    by_file: dict[FileKey, list[float]] = {}
     for c in candidates:
-        by_file.setdefault(c.chunk.path, []).append(c.score)
+        by_file.setdefault((c.root, c.chunk.path), []).append(c.score)
     out = {}
     for path, scores in by_file.items():
         top = sorted(scores, reverse=True)[:3] + [0.0, 0.0]
@@ -60,7 +63,7 @@ def partners(path: str) -> list[str]:
 
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
-               partner_chunk: Callable[[str], Candidate | None] | None = None,
+               partner_chunk: Callable[[str, str], Candidate | None] | None = None,
                pair_head: int = 10) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
@@ -75,31 +78,33 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
         seen_grams.append(g)
     scores = file_scores(kept)
     order = sorted(scores, key=lambda p: -scores[p])
-    chunks: dict[str, list[Candidate]] = {}
+    chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):
-        chunks.setdefault(c.chunk.path, []).append(c)
+        chunks.setdefault((c.root, c.chunk.path), []).append(c)
     if partner_chunk is not None:
         order = _pull_partners(order, scores, chunks, partner_chunk, pair_head)
     first, rest = [], []
-    for path in order:
-        first.extend(chunks[path][:per_file])
-        rest.extend(chunks[path][per_file:])
+    for key in order:
+        first.extend(chunks[key][:per_file])
+        rest.extend(chunks[key][per_file:])
     return first + rest
 
 
-def _pull_partners(order: list[str], scores: dict[str, float], chunks: dict[str, list[Candidate]],
-                   partner_chunk: Callable[[str], Candidate | None], head: int) -> list[str]:
-    """The head files' header/source partners raised to PARTNER_SHARE of their score (fetched
-    when the pool lacks them); the file order re-sorted."""
-    for path in order[:head]:
-        for other in partners(path):
+def _pull_partners(order: list[FileKey], scores: dict[FileKey, float], chunks: dict[FileKey, list[Candidate]],
+                   partner_chunk: Callable[[str, str], Candidate | None], head: int) -> list[FileKey]:
+    """The head files' header/source partners (in the same root) raised to PARTNER_SHARE of their
+    score (fetched when the pool lacks them); the file order re-sorted."""
+    for key in order[:head]:
+        root, path = key
+        for other_path in partners(path):
+            other = (root, other_path)
             if other not in chunks:
-                found = partner_chunk(other)
+                found = partner_chunk(root, other_path)
                 if found is None:
                     continue
-                found.score = PARTNER_SHARE * scores[path]
+                found.score = PARTNER_SHARE * scores[key]
                 chunks[other] = [found]
-            lifted = PARTNER_SHARE * scores[path]
+            lifted = PARTNER_SHARE * scores[key]
             if scores.get(other, 0.0) < lifted:
                 scores[other] = lifted
                 for c in chunks[other]:

@@ -35,6 +35,17 @@ class IndexStatus(BaseModel):
     vectors_pending: int = 0
     last_updated: str | None = None
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
+    roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
+
+
+class RootStatus(BaseModel):
+    name: str
+    path: str
+    files: int
+    chunks: int
+    pending_changes: int
+    vectors_pending: int
+    state: Literal["ready", "indexing", "empty", "lexical_only"]
 
 
 class Stage(BaseModel):
@@ -56,6 +67,7 @@ class Debug(BaseModel):
 
 
 class ChunkOut(BaseModel):
+    root: str = Field(description="name of the workspace root holding the file")
     path: str
     start_line: int
     end_line: int
@@ -91,6 +103,7 @@ class ContextResult(BaseModel):
 
 
 class PacketItem(BaseModel):
+    root: str = Field(description="name of the workspace root holding the file")
     path: str
     start_line: int
     end_line: int
@@ -117,6 +130,7 @@ class GraphNode(BaseModel):
     id: str
     kind: str
     name: str
+    root: str
     path: str
     start_line: int
     end_line: int

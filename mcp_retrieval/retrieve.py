@@ -32,6 +32,7 @@ class Candidate:
     fused: float = 0.0
     score: float = 0.0
     why: list[str] = field(default_factory=list)
+    root: str = ""  # the name of the root the chunk belongs to (several roots: one ranking)
 
     @property
     def tiers(self) -> list[str]:

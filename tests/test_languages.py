@@ -64,7 +64,7 @@ def test_a_header_brings_its_source_file_along():
     assert "src/lib/parse.c" in partners("include/lib/parse.h") and "lib/parse.hpp" in partners("lib/parse.cpp")
     pool = [candidate("include/parse.h", 1.0), candidate("other.c", 0.9), candidate("third.c", 0.75)]
     fetched = candidate("src/parse.c", 0.0)
-    ranked = rank_files(pool, per_file=2, partner_chunk=lambda p: fetched if p == "src/parse.c" else None)
+    ranked = rank_files(pool, per_file=2, partner_chunk=lambda root, p: fetched if p == "src/parse.c" else None)
     order = list(dict.fromkeys(c.chunk.path for c in ranked))
     assert order[:2] == ["include/parse.h", "other.c"] and order.index("src/parse.c") < order.index("third.c")
 

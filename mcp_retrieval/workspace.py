@@ -1,0 +1,274 @@
+"""A workspace: one or several roots answered as one. The tools the server exposes live here.
+
+Each root is an `Engine` with its own index directory, watcher, manifest, graph and history (a
+root can be added or removed without touching the others; the embedding cache is shared). A
+question is ranked in every root asked (`roots`, default all), the pools are merged by score
+into one ranking, and one window or packet is built from it; every chunk, item and graph node
+says which `root` it is in, and `path` stays relative to that root. With a single root the
+answers are exactly the one-root answers (plus `root`).
+
+Session stubs are keyed by content hash in one register for the whole workspace (the first
+root's), so a chunk delivered from any root is a stub in every later call of that session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mcp_retrieval import assemble, file_rank
+from mcp_retrieval.indexers.analysis import terms
+from mcp_retrieval.engine import TASKS, Engine, Gathered
+from mcp_retrieval.freshness import Fresh
+from mcp_retrieval.models import (ChunkOut, ContextResult, GraphResult, IndexStatus, Know, Miss, PacketItem,
+                                  PacketResult, ReindexResult, RootStatus)
+from mcp_retrieval.retrieve import Candidate
+from mcp_retrieval.sampling import HostOutcome
+from mcp_retrieval.stages import StageLog
+from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session
+
+__all__ = ["Workspace"]
+
+
+class Workspace:
+    def __init__(self, engines: Sequence[Engine]):
+        if not engines:
+            raise ValueError("a workspace needs at least one root")
+        names = [e.name for e in engines]
+        if len(set(names)) != len(names):
+            raise ValueError(f"root names must be unique; got {names}")
+        self.engines = {e.name: e for e in engines}
+        self.sessions = engines[0].sessions
+        self.sampling = engines[0].sampling
+
+    @classmethod
+    def single(cls, engine: Engine) -> "Workspace":
+        return cls([engine])
+
+    @property
+    def multi(self) -> bool:
+        return len(self.engines) > 1
+
+    # --- roots ---------------------------------------------------------------------------------
+    def add(self, engine: Engine) -> None:
+        if engine.name in self.engines:
+            raise BadRequest(f"a root named {engine.name!r} is already in the workspace")
+        self.engines[engine.name] = engine
+
+    def pick(self, roots: list[str] | None) -> list[Engine]:
+        if roots is None:
+            return list(self.engines.values())
+        if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
+            raise BadRequest(f"roots must be a non-empty list of root names: {', '.join(self.engines)}")
+        unknown = [r for r in roots if r not in self.engines]
+        if unknown:
+            raise BadRequest(f"unknown roots {unknown[:5]}; this workspace has {', '.join(self.engines)}")
+        return [self.engines[r] for r in dict.fromkeys(roots)]
+
+    def close(self) -> None:
+        for engine in self.engines.values():
+            engine.close()
+
+    # --- tools ---------------------------------------------------------------------------------
+    def status(self) -> IndexStatus:
+        parts = {name: e.status() for name, e in self.engines.items()}
+        if not self.multi:
+            return next(iter(parts.values()))
+        states = {s.state for s in parts.values()}
+        state = next((s for s in ("indexing", "lexical_only", "empty") if s in states), "ready")
+        if states == {"empty"}:
+            state = "empty"
+        stamps = [s.last_updated for s in parts.values() if s.last_updated]
+        first = next(iter(parts.values()))
+        return IndexStatus(version=first.version, files=sum(s.files for s in parts.values()),
+                           chunks=sum(s.chunks for s in parts.values()),
+                           pending_changes=sum(s.pending_changes for s in parts.values()),
+                           vectors_pending=sum(s.vectors_pending for s in parts.values()),
+                           last_updated=max(stamps) if stamps else None, state=state,
+                           roots=[RootStatus(name=n, path=str(self.engines[n].config.root), files=s.files,
+                                             chunks=s.chunks, pending_changes=s.pending_changes,
+                                             vectors_pending=s.vectors_pending, state=s.state)
+                                  for n, s in parts.items()])
+
+    def reindex(self, paths: list[str] | None = None, full: bool = False, wait: bool = True, progress=None,
+                roots: list[str] | None = None) -> ReindexResult:
+        engines = self.pick(roots)
+        if len(engines) == 1:
+            result = engines[0].reindex(paths, full=full, wait=wait, progress=progress)
+            result.index = self.status()
+            return result
+        if paths is not None:
+            raise BadRequest("paths are relative to one root: pass roots with a single name alongside paths")
+        results = [e.reindex(None, full=full, wait=wait, progress=progress) for e in engines]
+        total = results[0].model_copy()
+        for r in results[1:]:
+            for key in ("files_scanned", "files_changed", "files_removed", "chunks_added", "chunks_removed",
+                        "chunks_embedded", "embeddings_reused"):
+                setattr(total, key, getattr(total, key) + getattr(r, key))
+            total.duration_ms += r.duration_ms
+            total.warnings += r.warnings
+            for reason, n in r.skipped.items():
+                total.skipped[reason] = total.skipped.get(reason, 0) + n
+        total.index = self.status()
+        return total
+
+    def query_graph(self, node: str, relation: str = "neighbors", depth: int = 1, limit: int = 50,
+                    kind: str | None = None, roots: list[str] | None = None) -> GraphResult:
+        results = [e.query_graph(node, relation=relation, depth=depth, limit=limit, kind=kind)
+                   for e in self.pick(roots)]
+        found = [r for r in results if not r.miss]
+        if not found:
+            miss = results[0].miss
+            miss.suggestions = list(dict.fromkeys(s for r in results for s in (r.miss.suggestions or [])))[:10]
+            return GraphResult(miss=miss)
+        merged = GraphResult(truncated=any(r.truncated for r in found))
+        for r in found:
+            merged.nodes.extend(r.nodes)
+            merged.edges.extend(r.edges)
+        merged.nodes = merged.nodes[:limit] if len(merged.nodes) > limit else merged.nodes
+        return merged
+
+    def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
+                path_prefix: str | None = None, active_files: list[str] | None = None,
+                sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
+                host: HostOutcome | None = None, roots: list[str] | None = None) -> ContextResult:
+        """`host`: what the host-sampling stage produced (the server asks before calling this)."""
+        query, notes = check_query(query)
+        budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
+        max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
+        session_id = check_session(session_id)
+        stages = StageLog()
+        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False)
+        outcome, candidates, lead = _merge(parts)
+        window = assemble.Window()
+        with stages.run("assemble") as st:
+            if isinstance(outcome, Miss):
+                st["status"], st["detail"] = "skipped", "miss: marker-only window"
+            else:
+                delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
+                cap = min(max_chunks, lead.ranked.qclass.max_chunks)  # the question's class caps the window too
+                config = lead.engine.config
+                window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
+                                           lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
+                                           head=head_line(outcome), query_terms=frozenset(terms(query)),
+                                           show_root=self.multi)
+                st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
+                                f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
+        placed = window.placed
+        if session_id is not None and not ignore_delivered:
+            self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub and not p.excerpt])
+        if not placed:
+            reason, escalate = getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user")
+            text = f"{head_line(outcome)}\n{assemble.no_match_window(reason, escalate)}"
+            window = assemble.Window([], text, assemble.budget_tokens(text))
+        result = ContextResult(chunks=[_chunk_out(p) for p in placed], index=self.status())
+        result.window = window.text
+        _set_outcome(result, outcome)
+        if debug and lead.ranked is not None:
+            result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
+        return result
+
+    def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
+               active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,
+               path_prefix: str | None = None, debug: bool = False, host: HostOutcome | None = None,
+               roots: list[str] | None = None) -> PacketResult:
+        query, notes = check_query(query)
+        max_items = check_int(max_items, "max_items", 1, 50)
+        check_session(session_id)
+        if not isinstance(task, str) or task not in TASKS:
+            raise BadRequest(f"task must be one of {', '.join(TASKS)}; got {task!r}")
+        stages = StageLog()
+        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True)
+        outcome, candidates, lead = _merge(parts)
+        by_root = {p.engine.name: p.engine for p in parts}
+
+        def partner(root: str, path: str) -> Candidate | None:
+            return by_root[root].first_chunk(path)
+
+        with stages.run("files") as st:
+            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner)
+            st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
+                           f"{max_items} items"
+        items: list[PacketItem] = []
+        if not isinstance(outcome, Miss):
+            head = candidates[:max_items]
+            with stages.run("freshness") as st:
+                fresh = {}
+                for root in {c.root for c in head}:
+                    checked = by_root[root].freshness.check([c.chunk.path for c in head if c.root == root])
+                    fresh.update({(root, path): state for path, state in checked.items()})
+                st["detail"] = f"{sum(v != Fresh.FRESH for v in fresh.values())} stale"
+            top = head[0].score if head and head[0].score else 1.0
+            for c in head:
+                state = fresh[(c.root, c.chunk.path)]
+                conf = round(outcome.confidence * (c.score / top), 3)
+                action = "refresh" if state != Fresh.FRESH else \
+                    "reread" if task in ("edit", "debug") or conf < 0.5 else "trust"
+                items.append(PacketItem(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line,
+                                        end_line=c.chunk.end_line, symbol=c.chunk.symbol, score=round(c.score, 4),
+                                        confidence=conf, tiers=c.tiers, content_sha256=c.chunk.sha256,
+                                        fresh=state == Fresh.FRESH, action=action, tokens=c.chunk.tokens,
+                                        why=_why(c, state)))
+        result = PacketResult(items=items, index=self.status())
+        _set_outcome(result, outcome)
+        if debug and lead.ranked is not None:
+            result.debug = lead.engine.debug_report(lead.ranked, stages, notes, 0)
+        return result
+
+    def _gather(self, query, active_files, path_prefix, sub_queries, stages, host, roots, *,
+                for_packet: bool) -> list[Gathered]:
+        engines = self.pick(roots)
+        parts = []
+        for engine in engines:
+            active, prefix, subs = engine.check_scope(active_files, path_prefix, sub_queries)
+            # several roots: each one's stages are reported with its name
+            log = stages if len(engines) == 1 else StageLog()
+            parts.append(engine.gather(query, active, subs, prefix, log, for_packet=for_packet, host=host))
+            if log is not stages:
+                for s in log.stages:
+                    s.name = f"{engine.name}:{s.name}"
+                stages.stages.extend(log.stages)
+        return parts
+
+
+def _merge(parts: list[Gathered]) -> tuple[Know | Miss, list[Candidate], Gathered]:
+    """One ranking from every root's pool; the decision of the most confident root that knows (a
+    root that knows nothing does not veto one that does), else the most telling miss."""
+    knowing = [p for p in parts if isinstance(p.outcome, Know)]
+    if knowing:
+        lead = max(knowing, key=lambda p: p.outcome.confidence)
+        candidates = sorted((c for p in knowing for c in p.candidates), key=lambda c: (-c.score, c.root, c.chunk.id))
+        return lead.outcome, candidates, lead
+    order = ("stale", "abstain", "indexing", "empty_index", "not_found")
+    lead = min(parts, key=lambda p: order.index(p.outcome.reason) if p.outcome.reason in order else len(order))
+    return lead.outcome, [], lead
+
+
+def head_line(outcome: Know | Miss) -> str:
+    """The first line of `context`'s text: the decision, inside the budget like everything else."""
+    if isinstance(outcome, Miss):
+        return f"miss: {outcome.reason}; next: {outcome.escalate_to}" + (f" ({outcome.detail})" if outcome.detail else "")
+    return f"know (confidence {outcome.confidence:.2f})"
+
+
+def _set_outcome(result, outcome: Know | Miss) -> None:
+    if isinstance(outcome, Miss):
+        result.miss = outcome
+    else:
+        result.know = outcome
+
+
+def _chunk_out(p: assemble.Placed) -> ChunkOut:
+    c = p.candidate
+    return ChunkOut(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
+                    symbol=c.chunk.symbol, language=c.chunk.language, score=round(c.score, 4), tiers=c.tiers,
+                    content_sha256=c.chunk.sha256, tokens=c.chunk.tokens, text=p.text, delivered=p.stub,
+                    excerpt=p.excerpt)
+
+
+def _why(c: Candidate, state: Fresh) -> str:
+    parts = [f"matched by {', '.join(c.tiers) or 'fusion'}", *c.why]
+    if state == Fresh.CHANGED:
+        parts.append("file changed on disk since indexing: reread it")
+    elif state == Fresh.DELETED:
+        parts.append("file deleted since indexing")
+    return "; ".join(dict.fromkeys(parts))
