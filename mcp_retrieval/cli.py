@@ -10,15 +10,16 @@ import json
 import logging
 import os
 import sys
+from pathlib import Path
 
-from mcp_retrieval.config import Config
 
 log = logging.getLogger("mcp_retrieval")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--root", default=None, help="workspace to index (default: the git work tree holding the current directory, else "
-                                                "the current directory)")
+    p.add_argument("--root", action="append", default=None, metavar="[NAME=]DIR",
+                   help="a workspace root, repeatable (default: .mcp-retrieval.toml's roots, else the git work tree "
+                        "holding the current directory, else the current directory)")
     p.add_argument("--index-dir", default=None, help="where the index lives (default: per-root user cache)")
     p.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
 
@@ -85,47 +86,51 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
+    from mcp_retrieval.roots import resolve_workspace
+    from mcp_retrieval.validate import BadRequest
+    from mcp_retrieval.workspace import open_workspace
+
     try:
-        config = Config.resolve(args.root, args.index_dir)
+        spec = resolve_workspace(args.root)
+        if args.index_dir and len(spec.roots) > 1:
+            raise ValueError("--index-dir names one index: with several roots each keeps its own (per-root default)")
     except ValueError as exc:
         print(f"mcp-retrieval: {exc}", file=sys.stderr)
         return 2
-    from mcp_retrieval.engine import Engine
-    from mcp_retrieval.validate import BadRequest
-
     if args.command == "serve":
         from mcp_retrieval.serve import serve
 
-        return serve(config, args)
-    engine = Engine(config)
+        return serve(spec, args)
+    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None)
     try:
         if args.command == "index":
-            result = engine.reindex(full=args.full, progress=_progress())
+            result = workspace.reindex(full=args.full, progress=_progress())
             print(json.dumps(result.model_dump(mode="json"), indent=1))
         elif args.command == "status":
-            status = engine.status()
+            status = workspace.status()
             print(status.model_dump_json(indent=1) if args.json else
                   f"{status.state}: {status.files} files, {status.chunks} chunks, "
                   f"{status.vectors_pending} vectors pending, updated {status.last_updated}")
         else:
-            if engine.store.counts()["files"] == 0:
-                engine.reindex(progress=_progress())
+            for engine in workspace.engines.values():
+                if engine.store.counts()["files"] == 0:
+                    engine.reindex(progress=_progress())
             from mcp_retrieval.server import render_context, render_packet
 
             if args.command == "context":
-                r = engine.context(args.query, budget_tokens=args.budget, debug=args.debug)
+                r = workspace.context(args.query, budget_tokens=args.budget, debug=args.debug)
                 print(r.model_dump_json(indent=1) if args.json else render_context(r, r.window))
             elif args.command == "packet":
-                r = engine.packet(args.query, max_items=args.max_items, task=args.task, debug=args.debug)
+                r = workspace.packet(args.query, max_items=args.max_items, task=args.task, debug=args.debug)
                 print(r.model_dump_json(indent=1) if args.json else render_packet(r))
             else:
-                r = engine.query_graph(args.node, relation=args.relation, depth=args.depth)
+                r = workspace.query_graph(args.node, relation=args.relation, depth=args.depth)
                 print(r.model_dump_json(indent=1))
     except BadRequest as exc:
         print(f"mcp-retrieval: {exc}", file=sys.stderr)
         return 2
     finally:
-        engine.close()
+        workspace.close()
     return 0
 
 

@@ -8,16 +8,18 @@ import sys
 
 import anyio
 
-from mcp_retrieval.config import Config
 
 log = logging.getLogger("mcp_retrieval")
 
 
-def serve(config: Config, args) -> int:
+def serve(spec, args) -> int:
+    """Serve a workspace (`roots.WorkspaceSpec`): every root indexed in the background and watched."""
+    from pathlib import Path
+
     from mcp_retrieval.indexers.memory import limit_malloc_arenas
     from mcp_retrieval.indexers.watch import Watcher
-    from mcp_retrieval.engine import Engine
     from mcp_retrieval.server import LOOPBACK, build_server, http_app
+    from mcp_retrieval.workspace import open_workspace
 
     token = args.auth_token or os.environ.get("MCP_RETRIEVAL_AUTH_TOKEN")
     if args.transport != "stdio" and args.host not in LOOPBACK:
@@ -28,15 +30,26 @@ def serve(config: Config, args) -> int:
         print(f"mcp-retrieval: WARNING: serving on {args.host}, reachable from other machines; "
               "requests need the bearer token", file=sys.stderr)
     limit_malloc_arenas()
-    config.understand, config.understand_budget = args.understand, args.understand_budget
-    config.understand_timeout_s = max(0.1, args.understand_timeout)
-    engine = Engine(config)
-    engine.start_background()  # lexical first, vectors behind; answers flow meanwhile
-    watcher = None
-    if not args.no_watch:
-        watcher = Watcher(config.root, engine.sync_paths)
-        watcher.start()
-    server = build_server(engine)
+    # flags given on the command line win over the configuration file's settings
+    overrides = {"understand_timeout_s": max(0.1, args.understand_timeout)}
+    if args.understand != "off":
+        overrides["understand"] = args.understand
+    if args.understand_budget != 20:
+        overrides["understand_budget"] = args.understand_budget
+    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None, **overrides)
+    watchers = []
+
+    def start(engine) -> None:
+        engine.start_background()  # lexical first, vectors behind; answers flow meanwhile
+        if not args.no_watch:
+            watcher = Watcher(engine.config.root, engine.sync_paths)
+            watcher.start()
+            watchers.append(watcher)
+
+    for engine in workspace.engines.values():
+        start(engine)
+    workspace.on_added = start
+    server = build_server(workspace)
     try:
         if args.transport == "stdio":
             server.run("stdio")
@@ -49,7 +62,7 @@ def serve(config: Config, args) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        if watcher is not None:
+        for watcher in watchers:
             watcher.stop()
-        engine.close()
+        workspace.close()
     return 0

@@ -23,6 +23,7 @@ from pydantic import Field, ValidationError
 
 from mcp_retrieval import prompts
 from mcp_retrieval.engine import Engine
+from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
 from mcp_retrieval.neutralize import neutralize, scrub
@@ -199,7 +200,12 @@ def render_packet(r: PacketResult, window: str = "") -> str:
     return "\n".join(lines)
 
 
-def build_server(engine: Engine) -> MCPServer:
+ROOTS_FIELD = Field(description="names of workspace roots to search (default: all)")
+
+
+def build_server(target: Engine | Workspace) -> MCPServer:
+    """The MCP server over a workspace (one `Engine` is a workspace of one root)."""
+    engine = target if isinstance(target, Workspace) else Workspace.single(target)
     server = RetrievalServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
     understand_query = host_understanding(engine.sampling)
 
@@ -214,11 +220,12 @@ def build_server(engine: Engine) -> MCPServer:
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         ignore_delivered: Annotated[bool, Field(description="full text even if delivered before", strict=True)] = False,
         debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
+        roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
         r = await _call(engine.context, query, session_id=session_id, budget_tokens=budget_tokens,
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
-                        sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug,
+                        sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug, roots=roots,
                         host=_host_outcome(engine.sampling, query, host))
         return _result(r, render_context, r.window)
 
@@ -232,10 +239,11 @@ def build_server(engine: Engine) -> MCPServer:
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
+        roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
     ) -> PacketResult:
         # Model-free always: never asks the host's model, even under --understand sampling.
         r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
-                        task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug,
+                        task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug, roots=roots,
                         host=HostOutcome("skipped", "off: packet is model-free"))
         return _result(r, render_packet)
 
@@ -246,8 +254,9 @@ def build_server(engine: Engine) -> MCPServer:
         depth: Annotated[int, Field(description="hops, 1-3", strict=True)] = 1,
         limit: Annotated[int, Field(description="maximum nodes returned, 1-500", strict=True)] = 50,
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
+        roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
     ) -> GraphResult:
-        r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind)
+        r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind, roots=roots)
         return _result(r, render_json)
 
     @server.tool(description=prompts.load("reindex"))
@@ -255,9 +264,11 @@ def build_server(engine: Engine) -> MCPServer:
         paths: Annotated[list[str] | None, Field(description="workspace-relative files or folders; default all")] = None,
         full: Annotated[bool, Field(description="re-read everything, not only what changed", strict=True)] = False,
         wait: Annotated[bool, Field(description="false: return now, index in the background", strict=True)] = True,
+        roots: Annotated[list[str] | None, Field(description="names of the roots to update (default: all); "
+                                                             "paths need exactly one")] = None,
         ctx: Context | None = None,
     ) -> ReindexResult:
-        r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx))
+        r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx), roots=roots)
         return _result(r, render_json)
 
     @server.resource("index://status", name="index-status", description="index freshness and size",

@@ -13,7 +13,9 @@ root's), so a chunk delivered from any root is a stub in every later call of tha
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from mcp_retrieval import assemble, file_rank
 from mcp_retrieval.indexers.analysis import terms
@@ -30,7 +32,9 @@ __all__ = ["Workspace"]
 
 
 class Workspace:
-    def __init__(self, engines: Sequence[Engine]):
+    def __init__(self, engines: Sequence[Engine], reload: Callable[[], dict[str, Engine | None]] | None = None):
+        """`reload`: called by `reindex`; returns the roots the configuration now lists, each an
+        Engine if new (None for one already open), so roots can be added or removed live."""
         if not engines:
             raise ValueError("a workspace needs at least one root")
         names = [e.name for e in engines]
@@ -39,6 +43,8 @@ class Workspace:
         self.engines = {e.name: e for e in engines}
         self.sessions = engines[0].sessions
         self.sampling = engines[0].sampling
+        self._reload = reload
+        self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
 
     @classmethod
     def single(cls, engine: Engine) -> "Workspace":
@@ -49,10 +55,25 @@ class Workspace:
         return len(self.engines) > 1
 
     # --- roots ---------------------------------------------------------------------------------
-    def add(self, engine: Engine) -> None:
-        if engine.name in self.engines:
-            raise BadRequest(f"a root named {engine.name!r} is already in the workspace")
-        self.engines[engine.name] = engine
+    def reload_roots(self) -> list[str]:
+        """Apply the configuration's current roots: open the new ones, close the dropped ones (never
+        the last). Returns the names added."""
+        if self._reload is None:
+            return []
+        wanted = self._reload()
+        added = []
+        for name, engine in wanted.items():
+            if name in self.engines and engine is not None:  # same name, another folder: keep the open one
+                engine.close()
+            elif name not in self.engines and engine is not None:
+                self.engines[name] = engine
+                added.append(name)
+                if self.on_added is not None:
+                    self.on_added(engine)
+        for name in [n for n in self.engines if n not in wanted]:
+            if len(self.engines) > 1:
+                self.engines.pop(name).close()
+        return added
 
     def pick(self, roots: list[str] | None) -> list[Engine]:
         if roots is None:
@@ -91,7 +112,10 @@ class Workspace:
 
     def reindex(self, paths: list[str] | None = None, full: bool = False, wait: bool = True, progress=None,
                 roots: list[str] | None = None) -> ReindexResult:
-        engines = self.pick(roots)
+        """Bring roots up to date; re-reads the workspace configuration first, so a root added
+        there since the start is opened and (without `roots`) indexed alone."""
+        added = self.reload_roots()
+        engines = self.pick(roots if roots is not None or not added else added)
         if len(engines) == 1:
             result = engines[0].reindex(paths, full=full, wait=wait, progress=progress)
             result.index = self.status()
@@ -217,16 +241,22 @@ class Workspace:
     def _gather(self, query, active_files, path_prefix, sub_queries, stages, host, roots, *,
                 for_packet: bool) -> list[Gathered]:
         engines = self.pick(roots)
-        parts = []
-        for engine in engines:
-            active, prefix, subs = engine.check_scope(active_files, path_prefix, sub_queries)
-            # several roots: each one's stages are reported with its name
-            log = stages if len(engines) == 1 else StageLog()
-            parts.append(engine.gather(query, active, subs, prefix, log, for_packet=for_packet, host=host))
-            if log is not stages:
-                for s in log.stages:
-                    s.name = f"{engine.name}:{s.name}"
-                stages.stages.extend(log.stages)
+        scopes = [e.check_scope(active_files, path_prefix, sub_queries) for e in engines]  # bad input: fail first
+        if len(engines) == 1:
+            active, prefix, subs = scopes[0]
+            return [engines[0].gather(query, active, subs, prefix, stages, for_packet=for_packet, host=host)]
+        logs = [StageLog() for _ in engines]  # several roots: each one's stages reported with its name
+
+        def one(i: int) -> Gathered:
+            active, prefix, subs = scopes[i]
+            return engines[i].gather(query, active, subs, prefix, logs[i], for_packet=for_packet, host=host)
+
+        with ThreadPoolExecutor(max_workers=min(4, len(engines))) as pool:  # Tantivy, SQLite, numpy release the GIL
+            parts = list(pool.map(one, range(len(engines))))
+        for engine, log in zip(engines, logs):
+            for stage in log.stages:
+                stage.name = f"{engine.name}:{stage.name}"
+            stages.stages.extend(log.stages)
         return parts
 
 
@@ -272,3 +302,30 @@ def _why(c: Candidate, state: Fresh) -> str:
     elif state == Fresh.DELETED:
         parts.append("file deleted since indexing")
     return "; ".join(dict.fromkeys(parts))
+
+
+def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", **overrides) -> Workspace:
+    """Engines for a `roots.WorkspaceSpec` (each root its own index directory; `index_dir` only for
+    a single root), with the configuration file re-read on `reindex` when there is one."""
+    from mcp_retrieval.config import Config
+    from mcp_retrieval.roots import read_config
+
+    def engine_for(root_spec, settings) -> Engine:
+        config = Config.resolve(root_spec.path, index_dir if len(spec.roots) == 1 else None,
+                                **{**settings, **overrides})
+        return Engine(config, embedder=embedder, name=root_spec.name)
+
+    engines = [engine_for(r, spec.settings) for r in spec.roots]
+    workspace: Workspace | None = None
+
+    def reload() -> dict[str, Engine | None]:
+        try:
+            current = read_config(spec.config_file)
+        except ValueError as exc:
+            raise BadRequest(f"workspace configuration unreadable: {exc}") from None
+        open_paths = {e.name: e.config.root for e in workspace.engines.values()}
+        return {r.name: None if open_paths.get(r.name) == r.path else engine_for(r, current.settings)
+                for r in current.roots}
+
+    workspace = Workspace(engines, reload if spec.config_file is not None else None)
+    return workspace

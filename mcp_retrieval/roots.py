@@ -1,0 +1,95 @@
+"""Which roots a workspace has: `--root` flags (`DIR` or `NAME=DIR`, repeatable), else a
+`.mcp-retrieval.toml` in the current directory or at the top of its git work tree, else that
+work tree (the current directory outside git).
+
+`.mcp-retrieval.toml`:
+
+    roots = ["services/api", "client=../client-lib"]   # relative to the file's folder
+    [settings]
+    embedder = "minilm"        # minilm | none
+    understand = "off"         # off | sampling
+    understand_budget = 20
+
+Names default to the folder's name and are made unique (`api`, `api-2`). The file is read again
+when `reindex` is called, so a root added there is indexed (alone) without a restart.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcp_retrieval.config import detect_root
+
+CONFIG_FILE = ".mcp-retrieval.toml"
+SETTINGS = {"embedder": str, "understand": str, "understand_budget": int}
+
+
+@dataclass
+class RootSpec:
+    name: str
+    path: Path
+
+
+@dataclass
+class WorkspaceSpec:
+    roots: list[RootSpec]
+    settings: dict[str, object] = field(default_factory=dict)
+    config_file: Path | None = None
+
+
+def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
+    name, sep, path = text.partition("=")
+    if not sep or "/" in name or not name.strip():
+        name, path = None, text
+    resolved = (base / Path(path).expanduser()).resolve()
+    if not resolved.is_dir():
+        raise ValueError(f"root {resolved} is not a directory; pass --root DIR (or NAME=DIR) of an existing folder")
+    return (name.strip() if name else None), resolved
+
+
+def unique_names(pairs: list[tuple[str | None, Path]]) -> list[RootSpec]:
+    out: list[RootSpec] = []
+    taken: set[str] = set()
+    for name, path in pairs:
+        base = name or path.name or "root"
+        candidate, n = base, 2
+        while candidate in taken:
+            candidate, n = f"{base}-{n}", n + 1
+        taken.add(candidate)
+        out.append(RootSpec(candidate, path))
+    return out
+
+
+def find_config(cwd: Path) -> Path | None:
+    for folder in dict.fromkeys([cwd, detect_root(cwd)]):
+        if (folder / CONFIG_FILE).is_file():
+            return folder / CONFIG_FILE
+    return None
+
+
+def read_config(path: Path) -> WorkspaceSpec:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    raw = data.get("roots", [])
+    if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
+        raise ValueError(f'{path}: roots must be a list of strings such as ["src/api", "client=../client"]')
+    settings = data.get("settings", {})
+    for key, value in settings.items():
+        if key not in SETTINGS or not isinstance(value, SETTINGS[key]):
+            raise ValueError(f"{path}: unknown or mistyped setting {key!r}; known: {', '.join(SETTINGS)}")
+    pairs = [parse_root(r, path.parent) for r in raw] or [(None, path.parent.resolve())]
+    return WorkspaceSpec(unique_names(pairs), dict(settings), path)
+
+
+def resolve_workspace(flags: list[str] | None, cwd: Path | None = None) -> WorkspaceSpec:
+    cwd = (cwd or Path.cwd()).resolve()
+    if flags:
+        return WorkspaceSpec(unique_names([parse_root(f, cwd) for f in flags]))
+    config = find_config(cwd)
+    if config is not None:
+        return read_config(config)
+    return WorkspaceSpec([RootSpec(detect_root(cwd).name or "root", detect_root(cwd))])

@@ -1,0 +1,71 @@
+"""Several roots in one server: one ranking, results that say where they are, restriction by
+`roots`, and a root added to the configuration indexed alone."""
+
+from __future__ import annotations
+
+import anyio
+from mcp import Client
+
+from mcp_retrieval.indexers.embed import HashEmbedder
+from mcp_retrieval.roots import read_config, resolve_workspace
+from mcp_retrieval.server import build_server
+from mcp_retrieval.workspace import open_workspace
+
+
+def make_client_lib(root):
+    (root / "client").mkdir(parents=True)
+    (root / "client" / "http_client.py").write_text(
+        "class RetryingClient:\n    '''HTTP client with exponential backoff between attempts.'''\n\n"
+        "    def send_with_backoff(self, request, attempts=5):\n        return request\n")
+    return root
+
+
+def test_one_server_answers_from_each_root_with_its_name_and_restricts_by_roots(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    lib = make_client_lib(tmp_path / "client-lib")
+    spec = resolve_workspace([f"shop={workspace}", str(lib)], cwd=tmp_path)
+    assert [r.name for r in spec.roots] == ["shop", "client-lib"]
+    ws = open_workspace(spec, embedder=HashEmbedder(), persist_sessions=False)
+    try:
+        ws.reindex()
+
+        async def go():
+            async with Client(build_server(ws)) as client:
+                r = await client.call_tool("packet", {"query": "send_with_backoff RetryingClient"})
+                top = r.structured_content["items"][0]
+                assert (top["root"], top["path"]) == ("client-lib", "client/http_client.py")
+                r = await client.call_tool("context", {"query": "apply_discount", "budget_tokens": 2000})
+                first = r.structured_content["chunks"][0]
+                assert (first["root"], first["path"]) == ("shop", "src/shop/pricing.py")
+                assert 'root="shop" path="src/shop/pricing.py"' in r.content[0].text
+                r = await client.call_tool("packet", {"query": "send_with_backoff", "roots": ["shop"]})
+                assert all(i["root"] == "shop" for i in r.structured_content["items"])
+                r = await client.call_tool("packet", {"query": "x", "roots": ["nope"]})
+                assert r.is_error and "unknown roots" in r.content[0].text
+                r = await client.call_tool("query_graph", {"node": "RetryingClient.send_with_backoff"})
+                assert {n["root"] for n in r.structured_content["nodes"]} == {"client-lib"}
+                status = await client.read_resource("index://status")
+                assert '"client-lib"' in status.contents[0].text and '"shop"' in status.contents[0].text
+
+        anyio.run(go)
+    finally:
+        ws.close()
+
+
+def test_a_root_added_to_the_configuration_is_indexed_alone_on_reindex(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    lib = make_client_lib(tmp_path / "client-lib")
+    third = make_client_lib(tmp_path / "third")
+    config = tmp_path / ".mcp-retrieval.toml"
+    config.write_text(f'roots = ["shop={workspace}", "{lib}"]\n')
+    ws = open_workspace(read_config(config), embedder=HashEmbedder(), persist_sessions=False)
+    try:
+        ws.reindex()
+        before = {name: e.status().last_updated for name, e in ws.engines.items()}
+        config.write_text(f'roots = ["shop={workspace}", "{lib}", "{third}"]\n')
+        result = ws.reindex()
+        assert set(ws.engines) == {"shop", "client-lib", "third"}
+        assert result.files_scanned == 1  # only the new root was walked
+        assert {name: e.status().last_updated for name, e in ws.engines.items() if name != "third"} == before
+    finally:
+        ws.close()
