@@ -30,30 +30,27 @@ def _git() -> str | None:
     return shutil.which("git")
 
 
-def inside_work_tree(root: Path) -> bool:
+def _rev_parse(directory: Path, flag: str) -> str | None:
+    """`git rev-parse <flag>` run in `directory`: its output, or None (no git, not a repository)."""
     git = _git()
     if git is None:
-        return False
+        return None
     try:
-        out = subprocess.run([git, "-C", str(root), "rev-parse", "--is-inside-work-tree"], capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
+        out = subprocess.run([git, "-C", str(directory), "rev-parse", flag], capture_output=True, text=True,
+                             timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
-        return False
-    return out.returncode == 0 and out.stdout.strip() == "true"
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None
+
+
+def inside_work_tree(root: Path) -> bool:
+    return _rev_parse(root, "--is-inside-work-tree") == "true"
 
 
 def work_tree_top(directory: Path) -> Path | None:
     """The top of the git work tree holding `directory`, or None outside git (or without git)."""
-    git = _git()
-    if git is None:
-        return None
-    try:
-        out = subprocess.run([git, "-C", str(directory), "rev-parse", "--show-toplevel"], capture_output=True,
-                             text=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
-    except (OSError, subprocess.SubprocessError):
-        return None
-    top = out.stdout.strip()
-    return Path(top) if out.returncode == 0 and top else None
+    top = _rev_parse(directory, "--show-toplevel")
+    return Path(top) if top else None
 
 
 def quiet_git_env() -> dict[str, str]:

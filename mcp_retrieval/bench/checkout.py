@@ -60,3 +60,38 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
         proc.wait()
     state_file.write_text(json.dumps(new))
     return {"written": len(wanted) - missing, "removed": len(removed), "missing": missing}
+
+
+def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *, no_dense: bool,
+                  max_priority: int | None = None):
+    """The Engine and whole-file BM25 of `row`'s repository, put at its base commit and indexed
+    (incrementally), with the history read at that commit from the repository's git directory,
+    as on a user's clone: nothing later is visible. `engines` caches them per repository.
+    Returns (engine, file_bm25, checkout counts, seconds spent indexing)."""
+    import time
+
+    from mcp_retrieval.bench.filebm25 import FileBM25
+    from mcp_retrieval.config import Config
+    from mcp_retrieval.engine import Engine
+    from mcp_retrieval.indexers.store import PRIORITY_LAST
+
+    repo = row["repo"]
+    slug = repo.replace("/", "__")
+    tree = work / "trees" / slug
+    moved = checkout(Path(repos[repo]), row["base_commit"], tree)
+    if repo not in engines:
+        cfg = Config.resolve(tree, work / "index" / slug, persist_sessions=False,
+                             embedder="none" if no_dense else "minilm")
+        cfg.cache_dir = work / "cache"
+        cfg.history_git_dir = Path(repos[repo])
+        engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / slug))
+    engine, file_bm25 = engines[repo]
+    t0 = time.perf_counter()
+    if engine.history is not None:
+        engine.history.rev = row["base_commit"]
+        engine.history.update()
+    engine.indexer.sync()
+    engine.indexer.embed_pending(max_priority=PRIORITY_LAST if max_priority is None else max_priority)
+    file_bm25.sync(tree, engine.store.all_paths())
+    engine.graph(wait=True)
+    return engine, file_bm25, moved, time.perf_counter() - t0

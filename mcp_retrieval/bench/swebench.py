@@ -26,8 +26,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from mcp_retrieval.indexers.store import PRIORITY_LAST
-from mcp_retrieval.bench.checkout import checkout
+from mcp_retrieval.bench.checkout import open_instance
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
@@ -126,33 +125,16 @@ def main(argv: list[str]) -> int:
     out_file = open(args.out, "w") if args.out else None
     for row in rows:
         repo = row["repo"]
-        tree = work / "trees" / repo.replace("/", "__")
-        moved = checkout(Path(repos[repo]), row["base_commit"], tree)
-        if repo not in engines:
-            cfg = Config.resolve(tree, work / "index" / repo.replace("/", "__"), persist_sessions=False,
-                                 embedder="none" if args.no_dense else "minilm")
-            cfg.cache_dir = work / "cache"
-            cfg.history_git_dir = Path(repos[repo])  # history as on a user's clone at the base commit:
-            engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
-        engine, file_bm25 = engines[repo]
-        if engine.history is not None:  # HEAD's ancestry only, nothing later
-            engine.history.rev = row["base_commit"]
-            engine.history.update()
-        t0 = time.perf_counter()
-        engine.indexer.sync()
-        embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.dense_code_only else PRIORITY_LAST)
-        file_bm25.sync(tree, engine.store.all_paths())
-        engine.graph(wait=True)
-        index_s = time.perf_counter() - t0
-        base_weights = dict(Config.resolve(tree).tier_weights)
+        engine, file_bm25, moved, index_s = open_instance(
+            row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None)
+        base_weights = dict(Config.resolve(engine.config.root).tier_weights)
         gold = gold_files(row)
         if not gold:
             print(f"{row['instance_id']}: no gold file exists at the base commit; skipped", file=sys.stderr)
             continue
         result = {"instance_id": row["instance_id"], "repo": repo, "gold": gold, "modes": {},
                   "language": row.get("language_group") or row.get("language") or "Python",
-                  "index_s": round(index_s, 1), "embedded": embedded, "reused": reused,
-                  "checkout": moved}
+                  "index_s": round(index_s, 1), "checkout": moved}
         for mode in modes:
             if mode == "bm25_file":
                 t1 = time.perf_counter()

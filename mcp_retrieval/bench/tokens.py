@@ -27,10 +27,9 @@ from pathlib import Path
 
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval import assemble
-from mcp_retrieval.bench.checkout import checkout
+from mcp_retrieval.bench.checkout import open_instance
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.bench.swebench import gold_files
-from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.retrieve import Candidate
 
@@ -180,18 +179,7 @@ def main(argv: list[str]) -> int:
     out = open(args.out, "w") if args.out else None
     for row in rows:
         repo = row["repo"]
-        tree = work / "trees" / repo.replace("/", "__")
-        checkout(Path(repos[repo]), row["base_commit"], tree)
-        if repo not in engines:
-            cfg = Config.resolve(tree, work / "index" / repo.replace("/", "__"), persist_sessions=False,
-                                 embedder="none" if args.no_dense else "minilm")
-            cfg.cache_dir = work / "cache"
-            engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / repo.replace("/", "__")))
-        engine, bm25 = engines[repo]
-        engine.indexer.sync()
-        engine.indexer.embed_pending()
-        bm25.sync(tree, engine.store.all_paths())
-        engine.graph(wait=True)
+        engine, bm25, _, _ = open_instance(row, repos, work, engines, no_dense=args.no_dense)
         funcs, lines = gold_functions(engine, row)
         files = gold_files(row)
         if not lines or not files:
