@@ -30,26 +30,32 @@ def _git() -> str | None:
     return shutil.which("git")
 
 
-def _rev_parse(directory: Path, flag: str) -> str | None:
-    """`git rev-parse <flag>` run in `directory`: its output, or None (no git, not a repository)."""
+def git_output(directory: Path, *args: str) -> str | None:
+    """`git <args>` run in `directory`: its standard output, or None when git is missing or fails."""
     git = _git()
     if git is None:
         return None
     try:
-        out = subprocess.run([git, "-C", str(directory), "rev-parse", flag], capture_output=True, text=True,
+        out = subprocess.run([git, "-C", str(directory), *args], capture_output=True, text=True,
                              timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout.strip() if out.returncode == 0 else None
+    return out.stdout if out.returncode == 0 else None
+
+
+def rev_parse(directory: Path, what: str) -> str | None:
+    """`git rev-parse <what>` in `directory` (a flag or a revision), stripped; None outside git."""
+    out = git_output(directory, "rev-parse", what)
+    return out.strip() if out is not None else None
 
 
 def inside_work_tree(root: Path) -> bool:
-    return _rev_parse(root, "--is-inside-work-tree") == "true"
+    return rev_parse(root, "--is-inside-work-tree") == "true"
 
 
 def work_tree_top(directory: Path) -> Path | None:
     """The top of the git work tree holding `directory`, or None outside git (or without git)."""
-    top = _rev_parse(directory, "--show-toplevel")
+    top = rev_parse(directory, "--show-toplevel")
     return Path(top) if top else None
 
 

@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
     index = sub.add_parser("index", help="build or update the index, then exit")
     _common(index)
     index.add_argument("--full", action="store_true")
+    for p in (serve, index):
+        p.add_argument("--from", dest="pull_from", default=None, metavar="s3://BUCKET/PREFIX",
+                       help="an empty index first restores the nearest published snapshot (AWS_* environment)")
+    publish = sub.add_parser("publish", help="upload this root's index snapshot and embeddings to object storage")
+    _common(publish)
+    publish.add_argument("--to", required=True, metavar="s3://BUCKET/PREFIX")
     for name in ("context", "packet"):
         p = sub.add_parser(name, help=f"the {name} tool from the shell")
         _common(p)
@@ -101,9 +107,20 @@ def main(argv: list[str] | None = None) -> int:
         from mcp_retrieval.serve import serve
 
         return serve(spec, args)
-    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None)
+    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
+                               pull_from=getattr(args, "pull_from", None))
     try:
-        if args.command == "index":
+        if args.command == "publish":
+            from mcp_retrieval.shared_index import StoreError, publish
+
+            try:
+                for engine in workspace.engines.values():
+                    engine.reindex(progress=_progress())  # publish what is on disk now, vectors complete
+                    print(json.dumps(publish(engine, args.to), indent=1))
+            except (StoreError, ValueError, OSError) as exc:
+                print(f"mcp-retrieval: publish failed: {exc}", file=sys.stderr)
+                return 1
+        elif args.command == "index":
             result = workspace.reindex(full=args.full, progress=_progress())
             print(json.dumps(result.model_dump(mode="json"), indent=1))
         elif args.command == "status":

@@ -36,7 +36,8 @@ def serve(spec, args) -> int:
         overrides["understand"] = args.understand
     if args.understand_budget != 20:
         overrides["understand_budget"] = args.understand_budget
-    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None, **overrides)
+    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
+                               pull_from=args.pull_from, **overrides)
     watchers = []
 
     def start(engine) -> None:

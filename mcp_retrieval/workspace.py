@@ -304,15 +304,27 @@ def _why(c: Candidate, state: Fresh) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", **overrides) -> Workspace:
+def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull_from: str | None = None,
+                   **overrides) -> Workspace:
     """Engines for a `roots.WorkspaceSpec` (each root its own index directory; `index_dir` only for
-    a single root), with the configuration file re-read on `reindex` when there is one."""
+    a single root), with the configuration file re-read on `reindex` when there is one.
+    `pull_from` (s3://BUCKET/PREFIX): an empty local index first restores the nearest published
+    snapshot (`shared_index.pull`; a missing or unreachable store only warns)."""
+    import logging
+
     from mcp_retrieval.config import Config
     from mcp_retrieval.roots import read_config
 
     def engine_for(root_spec, settings) -> Engine:
         config = Config.resolve(root_spec.path, index_dir if len(spec.roots) == 1 else None,
                                 **{**settings, **overrides})
+        if pull_from:
+            from mcp_retrieval.indexers.embed import EmbeddingCache
+            from mcp_retrieval.shared_index import pull
+
+            outcome = pull(pull_from, config.root, config.index_dir,
+                           EmbeddingCache(config.cache_dir / "embeddings.sqlite"), None)
+            logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
         return Engine(config, embedder=embedder, name=root_spec.name)
 
     engines = [engine_for(r, spec.settings) for r in spec.roots]

@@ -1,0 +1,338 @@
+"""A team's index on S3-compatible object storage: publish a snapshot once, pull the nearest one.
+
+Embedding is the floor on a laptop (~50 chunks/s): the way past it is not to embed what a
+teammate or CI already embedded. `publish` (meant for CI on the main branch) uploads a consistent
+snapshot of a root's index keyed by repository identity and commit; `pull` (`serve`/`index`
+`--from`) restores the snapshot of HEAD, else of its nearest published ancestor, into an empty
+local index, after which the ordinary incremental sync re-reads only files whose content differs
+and embeds only chunks the shared cache has never seen.
+
+Layout under `s3://BUCKET/PREFIX/`:
+
+    repos/<identity>/<commit>/<publish id>/index.db      chunks, symbols, edges, manifest (SQLite backup)
+    repos/<identity>/<commit>/<publish id>/history.db    the history tier's table
+    repos/<identity>/<commit>/<publish id>/tantivy.tar   the lexical index
+    repos/<identity>/<commit>/<publish id>/lance/        the vectors, a LanceDB table written natively
+    repos/<identity>/<commit>/<publish id>/MANIFEST.json written last: sizes and sha256 of the above
+    embeddings/                                          LanceDB table (key = model:sha, vector), merge-inserted
+
+Consistency: every object of a publish lives under its own publish id and is never rewritten, and
+the manifest is written last — a publish killed half-way leaves no manifest, so no pull takes it,
+and two publishers of one commit write two complete snapshots (a pull takes the newest). The
+embedding table only ever gains rows (insert-if-absent by content key). Identity is the normalised
+`origin` remote (`github.com/psf/requests`), else the root's folder name.
+
+Configuration is the usual AWS environment: `AWS_ENDPOINT_URL` (MinIO, Ceph, R2, moto...),
+`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`. A missing or unreachable store is a
+warning and a normal cold index, never a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import sqlite3
+import tarfile
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlparse
+
+from mcp_retrieval.indexers.embed import EmbeddingCache, embed_text, text_sha
+from mcp_retrieval.indexers.listing import git_output, rev_parse
+from mcp_retrieval.indexers.vectors import TABLE
+
+log = logging.getLogger(__name__)
+OBJECTS = ("index.db", "history.db", "tantivy.tar")
+EMBEDDINGS = "embeddings"
+UPLOAD_BATCH = 5000
+
+
+class StoreError(RuntimeError):
+    """The store is unreachable, misconfigured, or holds nothing usable."""
+
+
+@dataclass(frozen=True)
+class StoreURL:
+    bucket: str
+    prefix: str
+
+    @classmethod
+    def parse(cls, url: str) -> "StoreURL":
+        parsed = urlparse(url)
+        if parsed.scheme != "s3" or not parsed.netloc:
+            raise ValueError(f"{url!r} is not a store address; use s3://BUCKET/PREFIX")
+        return cls(parsed.netloc, parsed.path.strip("/"))
+
+    def key(self, *parts: str) -> str:
+        return "/".join(p for p in (self.bucket, self.prefix, *parts) if p)
+
+    def uri(self, *parts: str) -> str:
+        return "s3://" + self.key(*parts)
+
+
+# --- connecting --------------------------------------------------------------------------------
+def _endpoint() -> tuple[str | None, bool]:
+    url = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    return url, bool(url and url.startswith("http://"))
+
+
+def _region() -> str:
+    return os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+
+
+def filesystem():
+    from pyarrow import fs
+
+    endpoint, http = _endpoint()
+    kwargs = {"region": _region(), "connect_timeout": 5, "request_timeout": 60, "allow_bucket_creation": True,
+              "access_key": os.environ.get("AWS_ACCESS_KEY_ID"), "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY")}
+    if endpoint:
+        kwargs.update(endpoint_override=re.sub(r"^https?://", "", endpoint), scheme="http" if http else "https")
+    return fs.S3FileSystem(**{k: v for k, v in kwargs.items() if v is not None})
+
+
+def lance_options() -> dict[str, str]:
+    endpoint, http = _endpoint()
+    opts = {"region": _region()}
+    for env, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key")):
+        if os.environ.get(env):
+            opts[key] = os.environ[env]
+    if endpoint:
+        opts["endpoint"] = endpoint
+    if http:
+        opts["allow_http"] = "true"
+    return opts
+
+
+def _lance(uri: str):
+    import lancedb
+
+    return lancedb.connect(uri, storage_options=lance_options())
+
+
+# --- identity ----------------------------------------------------------------------------------
+def repo_identity(root: Path) -> str:
+    """`github.com/owner/name` from the `origin` remote (any of its URL forms), else the folder name."""
+    remote = git_output(root, "remote", "get-url", "origin")
+    if remote:
+        text = remote.strip()
+        text = re.sub(r"^[a-z+]+://", "", text)
+        text = re.sub(r"^[^@/]+@", "", text)  # user@ of scp-like and https URLs
+        text = re.sub(r"^([^/:]+):(?!\d)", r"\1/", text)  # git@host:owner/name
+        text = re.sub(r"\.git/?$", "", text).strip("/")
+        host, _, rest = text.partition("/")
+        if rest:
+            return f"{host.lower()}/{rest}"
+    return root.name or "root"
+
+
+# --- publish -----------------------------------------------------------------------------------
+def publish(engine, url: str) -> dict:
+    """Upload a consistent snapshot of `engine`'s index for its root's HEAD, then its embeddings."""
+    from mcp_retrieval.indexers.update import WriteLock
+
+    store = StoreURL.parse(url)
+    root = engine.config.root
+    commit = rev_parse(root, "HEAD")
+    if commit is None:
+        raise StoreError(f"{root} has no git HEAD: publish needs a commit to key the snapshot by")
+    identity = repo_identity(root)
+    run = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+    base = ("repos", identity, commit, run)
+    fs = filesystem()
+    fs.create_dir(store.bucket)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="mcp-retrieval-publish-") as tmp:
+        tmp_dir = Path(tmp)
+        with WriteLock(engine.config.index_dir / "write.lock"):  # nobody writes while we copy
+            _backup_sqlite(engine.config.index_dir / "index.db", tmp_dir / "index.db")
+            _backup_sqlite(engine.config.index_dir / "history.db", tmp_dir / "history.db")
+            with tarfile.open(tmp_dir / "tantivy.tar", "w") as tar:
+                tar.add(engine.config.index_dir / "tantivy", arcname="tantivy")
+            vectors = engine.indexer.vectors._table.to_arrow() if engine.indexer.vectors is not None else None
+        objects = {}
+        for name in OBJECTS:
+            data = (tmp_dir / name).read_bytes()
+            with fs.open_output_stream(store.key(*base, name)) as out:
+                out.write(data)
+            objects[name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    if vectors is not None and vectors.num_rows:
+        _lance(store.uri(*base, "lance")).create_table(TABLE, data=vectors, mode="overwrite")
+    shared = _publish_embeddings(engine, store)
+    counts = engine.store.counts()
+    manifest = {"identity": identity, "commit": commit, "publish_id": run, "created": time.time(),
+                "vector_model": engine.store.get_meta("vector_model"), "files": counts["files"],
+                "chunks": counts["chunks"], "vectors": vectors.num_rows if vectors is not None else 0,
+                "objects": objects}
+    with fs.open_output_stream(store.key(*base, "MANIFEST.json")) as out:  # last: the snapshot now exists
+        out.write(json.dumps(manifest, indent=1).encode())
+    return {**manifest, "embeddings_uploaded": shared, "seconds": round(time.perf_counter() - started, 1),
+            "at": store.uri(*base)}
+
+
+def _backup_sqlite(source: Path, target: Path) -> None:
+    src = sqlite3.connect(source)
+    dst = sqlite3.connect(target)
+    try:
+        src.backup(dst)
+    finally:
+        dst.close()
+        src.close()
+
+
+def _publish_embeddings(engine, store: StoreURL) -> int:
+    """The cache entries of this index's chunks the store does not hold yet; returns how many."""
+    import pyarrow as pa
+
+    model = engine.store.get_meta("vector_model")
+    if not model or engine.cache is None:
+        return 0
+    shas = sorted({text_sha(embed_text(h, t)) for h, t in engine.store.query("SELECT header, text FROM chunks")})
+    found = engine.cache.get_many(model, shas)
+    if not found:
+        return 0
+    dim = len(next(iter(found.values())))
+    schema = pa.schema([("key", pa.string()), ("vector", pa.list_(pa.float32(), dim))])
+    db = _lance(store.uri(EMBEDDINGS))
+    try:
+        table = db.open_table("vectors")
+    except Exception:
+        table = db.create_table("vectors", schema=schema)
+    before = table.count_rows()
+    items = sorted(found.items())
+    for i in range(0, len(items), UPLOAD_BATCH):
+        part = items[i:i + UPLOAD_BATCH]
+        data = pa.table({"key": [f"{model}:{sha}" for sha, _ in part],
+                         "vector": pa.FixedSizeListArray.from_arrays(
+                             pa.array([float(x) for _, v in part for x in v], pa.float32()), dim)}, schema=schema)
+        table.merge_insert("key").when_not_matched_insert_all().execute(data)
+    return table.count_rows() - before
+
+
+# --- pull ----------------------------------------------------------------------------------------
+def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, model_id: str | None) -> str:
+    """Restore the nearest published snapshot into an empty `index_dir`. Returns what happened
+    (one line); never raises for a missing, unreachable or empty store."""
+    try:
+        return _pull(StoreURL.parse(url), root, index_dir, cache, model_id)
+    except (StoreError, OSError, ValueError) as exc:
+        log.warning("shared index not used (%s); indexing from scratch", exc)
+        return f"skipped: {exc}"
+    except Exception as exc:  # a store client error of any kind: cold index, as without --from
+        log.warning("shared index not used (%s: %s); indexing from scratch", type(exc).__name__, exc)
+        return f"skipped: {type(exc).__name__}: {exc}"
+
+
+def _pull(store: StoreURL, root: Path, index_dir: Path, cache, model_id) -> str:
+    if _local_files(index_dir / "index.db"):
+        return "skipped: the local index is not empty"
+    head = rev_parse(root, "HEAD")
+    if head is None:
+        return "skipped: no git HEAD to match a snapshot to"
+    identity = repo_identity(root)
+    manifests = _manifests(store, identity)
+    if not manifests:
+        raise StoreError(f"no snapshot of {identity} at {store.uri()}")
+    chosen = _nearest(root, head, manifests)
+    if chosen is None:
+        raise StoreError(f"no published snapshot of {identity} is an ancestor of {head[:12]}")
+    manifest, key = chosen
+    if model_id is not None and manifest.get("vector_model") not in (None, model_id):
+        log.warning("snapshot vectors are of %s, this index uses %s: its vectors will be recomputed",
+                    manifest.get("vector_model"), model_id)
+    fs = filesystem()
+    index_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".pull-", dir=index_dir))
+    try:
+        for name, meta in manifest["objects"].items():
+            with fs.open_input_stream(f"{key}/{name}") as src:
+                data = src.read()
+            if hashlib.sha256(data).hexdigest() != meta["sha256"]:
+                raise StoreError(f"{name} of the snapshot does not match its manifest")
+            (staging / name).write_bytes(data)
+        with tarfile.open(staging / "tantivy.tar") as tar:
+            tar.extractall(staging, filter="data")
+        if manifest.get("vectors"):
+            table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
+            import lancedb
+
+            lancedb.connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
+        for name in ("index.db", "history.db", "tantivy", "lance"):  # the index appears whole or not at all
+            if (staging / name).exists():
+                shutil.rmtree(index_dir / name, ignore_errors=True) if (index_dir / name).is_dir() else \
+                    (index_dir / name).unlink(missing_ok=True)
+                os.replace(staging / name, index_dir / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    pulled = _pull_embeddings(store, cache, manifest.get("vector_model"))
+    distance = "" if manifest["commit"] == head else f" ({_distance(root, manifest['commit'], head)} commits behind HEAD)"
+    return (f"pulled {manifest['identity']}@{manifest['commit'][:12]}{distance}: {manifest['files']} files, "
+            f"{manifest['chunks']} chunks, {manifest.get('vectors', 0)} vectors; {pulled} cached embeddings")
+
+
+def _local_files(db: Path) -> int:
+    if not db.exists():
+        return 0
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM files").fetchone()[0]
+    except sqlite3.Error:
+        return 0
+
+
+def _manifests(store: StoreURL, identity: str) -> list[tuple[dict, str]]:
+    from pyarrow import fs as pafs
+
+    selector = pafs.FileSelector(store.key("repos", identity), recursive=True, allow_not_found=True)
+    out = []
+    filesystem_ = filesystem()
+    for info in filesystem_.get_file_info(selector):
+        if info.type == pafs.FileType.File and info.path.endswith("/MANIFEST.json"):
+            with filesystem_.open_input_stream(info.path) as src:
+                out.append((json.loads(src.read()), info.path.rsplit("/", 1)[0]))
+    return out
+
+
+def _nearest(root: Path, head: str, manifests: list[tuple[dict, str]]) -> tuple[dict, str] | None:
+    """HEAD's own snapshot (the newest publish), else the ancestor fewest commits behind."""
+    best: tuple[int, float, tuple[dict, str]] | None = None
+    for manifest, key in manifests:
+        commit = manifest.get("commit", "")
+        distance = 0 if commit == head else _distance(root, commit, head)
+        if distance is None:
+            continue
+        rank = (distance, -float(manifest.get("created", 0)))
+        if best is None or rank < best[:2]:
+            best = (*rank, (manifest, key))
+    return best[2] if best else None
+
+
+def _distance(root: Path, ancestor: str, head: str) -> int | None:
+    """Commits from `ancestor` to `head`, or None when it is not an ancestor (or unknown here)."""
+    if git_output(root, "merge-base", "--is-ancestor", ancestor, head) is None:
+        return None
+    count = git_output(root, "rev-list", "--count", f"{ancestor}..{head}")
+    return int(count) if count and count.strip().isdigit() else None
+
+
+def _pull_embeddings(store: StoreURL, cache: EmbeddingCache | None, model: str | None) -> int:
+    if cache is None or not model:
+        return 0
+    try:
+        table = _lance(store.uri(EMBEDDINGS)).open_table("vectors").to_arrow()
+    except Exception:
+        return 0
+    prefix = model + ":"
+    keys = table.column("key").to_pylist()
+    vectors = table.column("vector").to_numpy(zero_copy_only=False)
+    items = {k[len(prefix):]: v for k, v in zip(keys, vectors) if k.startswith(prefix)}
+    cache.put_many(model, items)
+    return len(items)
+

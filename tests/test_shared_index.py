@@ -1,0 +1,133 @@
+"""A team's index on object storage, against a real S3 API (moto's server on loopback): publish,
+pull the nearest ancestor's snapshot, index only the difference; failures degrade to a cold index."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcp_retrieval import Config, Engine
+from mcp_retrieval.indexers.embed import EmbeddingCache, HashEmbedder
+from mcp_retrieval.shared_index import filesystem, publish, pull, repo_identity
+
+_VENV_MOTO = Path(sys.executable).parent / "moto_server"  # this environment's, not a shim on PATH
+MOTO = str(_VENV_MOTO) if _VENV_MOTO.exists() else (shutil.which("moto_server") or str(_VENV_MOTO))
+pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+              pytest.mark.skipif(not Path(MOTO).exists(), reason="moto[server] is not installed (test extras)")]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    port = free_port()
+    proc = subprocess.Popen([MOTO, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+@pytest.fixture
+def aws(s3_endpoint, monkeypatch):
+    for key, value in {"AWS_ENDPOINT_URL": s3_endpoint, "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test",
+                       "AWS_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(key, value)
+    return s3_endpoint
+
+
+def git(repo, *args) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_repo(workspace: Path) -> Path:
+    shutil.rmtree(workspace / ".git", ignore_errors=True)
+    git(workspace, "init", "-q")
+    git(workspace, "remote", "add", "origin", "git@github.com:acme/shop.git")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "shop")
+    return workspace
+
+
+def engine_for(root: Path, index: Path, cache: Path) -> Engine:
+    config = Config.resolve(root, index, persist_sessions=False)
+    config.cache_dir = cache
+    return Engine(config, embedder=HashEmbedder())
+
+
+def test_a_clone_a_commit_later_pulls_the_snapshot_and_embeds_only_what_changed(workspace, tmp_path, aws):
+    repo = make_repo(workspace)
+    assert repo_identity(repo) == "github.com/acme/shop"
+    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
+    publisher.reindex()
+    published = publisher.status().chunks
+    report = publish(publisher, "s3://team-index/prod")
+    publisher.close()
+    assert report["chunks"] == published and report["embeddings_uploaded"] > 0
+
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-url", "origin", "https://github.com/acme/shop")
+    (clone / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
+    git(clone, "add", "-A")
+    git(clone, "commit", "-qm", "loyalty points")
+
+    cache = tmp_path / "fresh-cache"
+    outcome = pull("s3://team-index/prod", clone, tmp_path / "fresh-index",
+                   EmbeddingCache(cache / "embeddings.sqlite"), None)
+    assert outcome.startswith("pulled github.com/acme/shop@") and "1 commits behind" in outcome
+    engine = engine_for(clone, tmp_path / "fresh-index", cache)
+    assert engine.status().chunks == published  # answers before any local indexing
+    result = engine.reindex()
+    assert result.files_changed == 1 and result.chunks_embedded == result.chunks_added  # only loyalty.py is new
+    assert result.embeddings_reused == 0 and engine.status().vectors_pending == 0
+    assert engine.context("award_loyalty_points").chunks[0].path == "src/shop/loyalty.py"
+    engine.close()
+
+
+def test_a_publish_without_its_manifest_is_never_pulled(workspace, tmp_path, aws):
+    repo = make_repo(workspace)
+    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
+    publisher.reindex()
+    publish(publisher, "s3://team-half/p")
+    publisher.close()
+    head = git(repo, "rev-parse", "HEAD")
+    fs = filesystem()
+    half = f"team-half/p/repos/github.com/acme/shop/{head}/99999999T000000Z-dead/index.db"
+    with fs.open_output_stream(half) as out:  # a publish killed before its manifest
+        out.write(b"not a database")
+    outcome = pull("s3://team-half/p", repo, tmp_path / "idx", None, None)
+    assert outcome.startswith("pulled")
+    engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")
+    assert engine.status().files > 0
+    engine.close()
+
+
+def test_an_unreachable_or_empty_store_is_a_warning_and_a_cold_index(workspace, tmp_path, aws, monkeypatch):
+    repo = make_repo(workspace)
+    assert pull("s3://nothing-here/x", repo, tmp_path / "a", None, None).startswith("skipped")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
+    started = time.monotonic()
+    assert pull("s3://team-index/prod", repo, tmp_path / "b", None, None).startswith("skipped")
+    assert time.monotonic() - started < 60
+    engine = engine_for(repo, tmp_path / "b", tmp_path / "c")
+    assert engine.reindex().files_changed > 0
+    engine.close()
