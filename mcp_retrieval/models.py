@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field, PrivateAttr
+from pydantic import BaseModel, Field, PrivateAttr, model_serializer
 
 Tier = Literal["lexical", "dense", "path", "symbol", "history", "graph", "rerank"]
 
@@ -72,14 +72,22 @@ class ChunkOut(BaseModel):
     start_line: int
     end_line: int
     symbol: str | None
-    language: str
     score: float
     tiers: list[Tier]
     content_sha256: str
     tokens: int
     text: str | None = Field(description="what the window shows: the chunk, or an excerpt; null for a stub")
-    delivered: bool = False
-    excerpt: bool = Field(False, description="true: the signature and the lines around what matched; the rest elided")
+    delivered: bool = Field(False, description="true: a stub (delivered earlier in this session); absent when false")
+    excerpt: bool = Field(False, description="true: the signature and the lines around what matched; absent when false")
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):
+        """The two flags are sent only when true: one chunk's metadata stays a small share of its text."""
+        data = handler(self)
+        for flag in ("delivered", "excerpt"):
+            if data.get(flag) is False:
+                del data[flag]
+        return data
 
 
 class ContextResult(BaseModel):

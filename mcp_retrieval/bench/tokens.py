@@ -107,12 +107,17 @@ def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: 
             "file_recall": sum(bool(shown.get(f)) for f in files) / len(files)}
 
 
+STRUCTURED_RATIO: list[float] = []  # structured content chars / text content chars, per context call
+
+
 def context_window(engine: Engine, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
-    r = engine.context(query, budget_tokens=budget, debug=True)
+    r = engine.context(query, budget_tokens=budget)
     shown: dict[str, set[int]] = defaultdict(set)
     for c in r.chunks:
         if c.text:
             shown[c.path] |= shown_lines(c.path, c.start_line, c.text)
+    if r.chunks:  # what the server sends: the window as text, the model (no window) as structured content
+        STRUCTURED_RATIO.append(len(json.dumps(r.model_dump(mode="json"))) / max(1, len(r.window)))
     return shown, budget_tokens(r.window)
 
 
@@ -202,6 +207,10 @@ def main(argv: list[str]) -> int:
         print(f"{row['instance_id']:40} func {c['func_hit']:.2f} lines {c['line_recall']:.2f} "
               f"files {c['file_recall']:.2f}", file=sys.stderr, flush=True)
     print(report(results, budgets))
+    if STRUCTURED_RATIO:
+        ratios = sorted(STRUCTURED_RATIO)
+        print(f"\nstructured / text content (characters), context calls: median {statistics.median(ratios):.2f}, "
+              f"max {ratios[-1]:.2f} over {len(ratios)} calls")
     for engine, _ in engines.values():
         engine.close()
     return 0
