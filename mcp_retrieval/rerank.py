@@ -73,12 +73,12 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
 class RerankWeights:
     fused: float = 0.75  # share of the fused rank score in the blend
     zscore: float = 0.25  # share of the tier z-scores
-    test_factor: float = 0.5
+    test_factor: float = 0.35
     generated_factor: float = 0.5
     template_factor: float = 0.2
     deprecated_factor: float = 0.7
     prose_factor: float = 0.6
-    prose_factor_bug_report: float = 0.35
+    prose_factor_bug_report: float = 0.2
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
 
