@@ -25,7 +25,7 @@ from pathlib import Path
 from mcp_retrieval.indexers.chunk import Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import language_for, looks_generated
-from mcp_retrieval.indexers.lexical import LexicalIndex
+from mcp_retrieval.indexers.lexical import ANALYZER_VERSION, LexicalIndex
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord, Store
 from mcp_retrieval.indexers.symbols import extract
@@ -138,11 +138,16 @@ class Indexer:
                 result.warnings.append(warning)
             manifest = self.store.files()
             removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
+            reanalyse = bool(manifest) and scopes is None and self.store.get_meta("lexical_analyzer") != ANALYZER_VERSION
             candidates = [e for p, e in seen.items()
-                          if full or p not in manifest or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]
+                          if full or reanalyse or p not in manifest
+                          or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]
             skipped: Counter[str] = Counter(stats.skipped)
-            self._apply(candidates, removed, manifest, result, skipped, progress, should_stop)
+            # the lexical analyser changed: every file is re-chunked as if new (vectors come back from the cache)
+            self._apply(candidates, removed, {} if reanalyse else manifest, result, skipped, progress, should_stop)
             result.skipped = dict(skipped)
+            if scopes is None and not (should_stop and should_stop()):
+                self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
         result.duration_ms = _ms(started)
         return result
 

@@ -92,11 +92,13 @@ def _file(p: Placed) -> tuple[str, str]:
 
 
 def order_for_reading(placed: Sequence[Placed]) -> list[Placed]:
-    """Files in order of their strongest chunk; inside a file, chunks in line order."""
+    """Files in order of their strongest chunk; inside a file that chunk first (the answer leads),
+    then the file's other chunks in line order."""
     best: dict[tuple[str, str], float] = {}
     for p in placed:
         best[_file(p)] = max(best.get(_file(p), float("-inf")), p.candidate.score)
-    return sorted(placed, key=lambda p: (-best[_file(p)], _file(p), p.candidate.chunk.start_line, p.candidate.chunk.id))
+    return sorted(placed, key=lambda p: (-best[_file(p)], _file(p), p.candidate.score < best[_file(p)],
+                                         p.candidate.chunk.start_line, p.candidate.chunk.id))
 
 
 def render_window(placed: Sequence[Placed], head: str = "", show_root: bool = False) -> str:

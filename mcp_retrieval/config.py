@@ -49,6 +49,7 @@ class Config:
     # the repository's history (indexers.history): HEAD of the root's git, unless the benchmark
     # points it at another git directory and revision
     history: bool = True
+    cochange: bool = True  # packet: lift files that usually change together with the best ones
     history_git_dir: Path | None = None
     history_rev: str = "HEAD"
     graph: bool = True  # graph fusion in `context`: links related definitions into the window
