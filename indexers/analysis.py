@@ -8,12 +8,8 @@ Every identifier yields itself (lowercased) and, when compound, its parts.
 
 from __future__ import annotations
 
-import functools
-import logging
 import re
 from collections import Counter
-
-log = logging.getLogger(__name__)
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
@@ -62,33 +58,3 @@ def query_terms(text: str, limit: int = 256) -> Counter[str]:
         return counts
     return Counter(dict(counts.most_common(limit)))
 
-
-@functools.cache
-def _stemmer():
-    try:
-        import Stemmer
-
-        return Stemmer.Stemmer("english")
-    except Exception as exc:  # no stemmer: exact terms only (still correct, a little less recall)
-        log.warning("English stemmer unavailable (%s); lexical search matches exact terms only", exc)
-        return None
-
-
-@functools.lru_cache(maxsize=200_000)
-def stem(word: str) -> str:
-    stemmer = _stemmer()
-    return stemmer.stemWord(word) if stemmer is not None else word
-
-
-def with_stems(words: list[str]) -> list[str]:
-    """`words` plus the English stem of each alphabetic word of 4+ letters whose stem differs, so
-    prose meets code halfway: "mapping" also indexes "map", "coloring" "color", "bindings" "bind"
-    (an issue saying `--map-syntax` finds `syntax_mapping.rs`). Used by the lexical index and its
-    queries alike; everything else reads the exact terms."""
-    out = list(words)
-    for w in words:
-        if len(w) >= 4 and w.isalpha():
-            s = stem(w)
-            if s != w and len(s) >= 3:
-                out.append(s)
-    return out

@@ -15,10 +15,12 @@ from pathlib import Path
 
 import tantivy
 
-from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms, with_stems
+from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms
 from mcp_retrieval.indexers.chunk import Chunk
 
-ANALYZER_VERSION = "2: identifier parts + English stems"  # a change re-analyses every file once
+# Bump when `terms`/`path_terms` change what a document indexes: every file is then re-analysed once.
+# (English stems were tried in session 3 and dropped: docs/BENCHMARKS.md 8a.)
+ANALYZER_VERSION = "1"
 FIELD_BOOSTS = {"body": 1.0, "symbol": 2.0, "pathtok": 1.5}
 _WRITER_HEAP = 64_000_000
 
@@ -51,9 +53,9 @@ class LexicalIndex:
                     writer.add_document(tantivy.Document(
                         id=chunk.id,
                         path=chunk.path,
-                        body=" ".join(with_stems(terms(chunk.header + "\n" + chunk.text))),
+                        body=" ".join(terms(chunk.header + "\n" + chunk.text)),
                         symbol=" ".join(terms(chunk.symbol or "")),
-                        pathtok=" ".join(with_stems(path_terms(chunk.path))),
+                        pathtok=" ".join(path_terms(chunk.path)),
                     ))
                 writer.commit()
                 writer.wait_merging_threads()
@@ -69,9 +71,6 @@ class LexicalIndex:
         counts = query_terms(query)
         if not counts:
             return []
-        for word, n in list(counts.items()):  # each word's stem too, as the documents carry it
-            for extra in with_stems([word])[1:]:
-                counts[extra] = max(counts.get(extra, 0), n)
         clauses = []
         for term, count in counts.items():
             weight = 1.0 + math.log(count)

@@ -138,7 +138,8 @@ class Indexer:
                 result.warnings.append(warning)
             manifest = self.store.files()
             removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
-            reanalyse = bool(manifest) and scopes is None and self.store.get_meta("lexical_analyzer") != ANALYZER_VERSION
+            analysed = self.store.get_meta("lexical_analyzer") or "1"  # indexes from before the marker are version 1
+            reanalyse = bool(manifest) and scopes is None and analysed != ANALYZER_VERSION
             candidates = [e for p, e in seen.items()
                           if full or reanalyse or p not in manifest
                           or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]

@@ -156,3 +156,11 @@ def test_an_identifier_lookup_finds_its_definition_even_in_a_test_file(engine, w
         "def other_helper():\n    '''calls helper_for_cart_checks'''\n    return helper_for_cart_checks\n")
     engine.reindex()
     assert engine.packet("helper_for_cart_checks").items[0].path == "tests/test_cart.py"
+
+
+def test_a_changed_lexical_analyser_re_analyses_every_file_once(engine):
+    engine.store.set_meta("lexical_analyzer", "0")  # an index written by another analyser version
+    files = engine.status().files
+    first = engine.reindex()
+    assert first.files_changed == files and first.chunks_embedded == 0  # vectors come back from the cache
+    assert engine.reindex().files_changed == 0
