@@ -63,6 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     for p in (serve, index):
         p.add_argument("--from", dest="pull_from", default=None, metavar="s3://BUCKET/PREFIX",
                        help="an empty index first restores the nearest published snapshot (AWS_* environment)")
+    serve.add_argument("--store", default=None, metavar="s3://BUCKET/PREFIX",
+                       help="no local root: a read-only replica answering for every repository published there")
     publish = sub.add_parser("publish", help="upload this root's index snapshot and embeddings to object storage")
     _common(publish)
     publish.add_argument("--to", required=True, metavar="s3://BUCKET/PREFIX")
@@ -95,6 +97,14 @@ def main(argv: list[str] | None = None) -> int:
     from mcp_retrieval.roots import resolve_workspace
     from mcp_retrieval.validate import BadRequest
     from mcp_retrieval.workspace import open_workspace
+
+    if args.command == "serve" and args.store:
+        from mcp_retrieval.serve import serve_replica
+
+        if args.root or args.pull_from:
+            print("mcp-retrieval: --store serves published snapshots only; drop --root/--from", file=sys.stderr)
+            return 2
+        return serve_replica(args)
 
     try:
         spec = resolve_workspace(args.root)

@@ -22,7 +22,7 @@ from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
 from mcp_retrieval import decide
 from mcp_retrieval.config import Config
-from mcp_retrieval.freshness import FreshnessGate
+from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
                                   PacketResult, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
@@ -57,7 +57,7 @@ class Engine:
         self.indexer = Indexer(config.root, config.index_dir, self.cache, self.embedder)
         self.store = self.indexer.store
         self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder)
-        self.freshness = FreshnessGate(config.root, self.store)
+        self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = History(config.index_dir / "history.db", config.root, git_dir=config.history_git_dir,
                                rev=config.history_rev) if config.history else None
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
@@ -150,6 +150,9 @@ class Engine:
 
     def reindex(self, paths: list[str] | None = None, full: bool = False, wait: bool = True,
                 progress=None) -> ReindexResult:
+        if self.config.read_only:
+            raise BadRequest("this server is a read-only replica of published snapshots: publish again to update "
+                             "it (it picks up new snapshots by itself)")
         if paths is not None:
             paths = check_paths(paths, self.config.root, "paths", must_exist=False)
         if not wait:
@@ -208,7 +211,7 @@ class Engine:
 
     def update_history(self) -> None:
         """Read new commits of HEAD's ancestry (bounded; a failure leaves the old table)."""
-        if self.history is None:
+        if self.history is None or self.config.read_only:
             return
         try:
             self.history.update()

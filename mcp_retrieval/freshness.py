@@ -99,3 +99,14 @@ def rechunk(root: Path, path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> l
     tokens = budget_counts([c.text for c in chunks]) if chunks else []
     return [StoredChunk(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
                         c.sha256, t, False) for c, t in zip(chunks, tokens)]
+
+
+class SnapshotGate:
+    """The freshness gate of a read-only replica: there is no work tree, the published snapshot is
+    the truth, so every chunk is current."""
+
+    def check(self, paths: list[str]) -> dict[str, Fresh]:
+        return {path: Fresh.FRESH for path in paths}
+
+    def refresh(self, candidates: list[Candidate], pending: set[str]) -> Refreshed:
+        return Refreshed(list(candidates))

@@ -36,6 +36,7 @@ class IndexStatus(BaseModel):
     last_updated: str | None = None
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
     roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
+    store: str | None = Field(None, description="a replica: whether its object store answers, else null")
 
 
 class RootStatus(BaseModel):

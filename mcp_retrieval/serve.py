@@ -8,18 +8,12 @@ import sys
 
 import anyio
 
-
 log = logging.getLogger("mcp_retrieval")
 
 
-def serve(spec, args) -> int:
-    """Serve a workspace (`roots.WorkspaceSpec`): every root indexed in the background and watched."""
-    from pathlib import Path
-
-    from mcp_retrieval.indexers.memory import limit_malloc_arenas
-    from mcp_retrieval.indexers.watch import Watcher
-    from mcp_retrieval.server import LOOPBACK, build_server, http_app
-    from mcp_retrieval.workspace import open_workspace
+def _check_exposure(args) -> str | None | int:
+    """The bearer token, or 2 (refuse) when binding off loopback without one."""
+    from mcp_retrieval.server import LOOPBACK
 
     token = args.auth_token or os.environ.get("MCP_RETRIEVAL_AUTH_TOKEN")
     if args.transport != "stdio" and args.host not in LOOPBACK:
@@ -29,6 +23,62 @@ def serve(spec, args) -> int:
             return 2
         print(f"mcp-retrieval: WARNING: serving on {args.host}, reachable from other machines; "
               "requests need the bearer token", file=sys.stderr)
+    return token
+
+
+def _run(server, args, token) -> None:
+    from mcp_retrieval.server import http_app
+
+    if args.transport == "stdio":
+        server.run("stdio")
+        return
+    import uvicorn
+
+    app = http_app(server, args.transport, args.host, token, args.max_sessions)
+    config_u = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    anyio.run(uvicorn.Server(config_u).serve)
+
+
+def serve_replica(args) -> int:
+    """`serve --store`: a read-only replica of every repository published in the store."""
+    from pathlib import Path
+
+    from mcp_retrieval.indexers.memory import limit_malloc_arenas
+    from mcp_retrieval.replica import Replica
+    from mcp_retrieval.server import build_server
+
+    token = _check_exposure(args)
+    if token == 2:
+        return 2
+    limit_malloc_arenas()
+    replica = Replica(args.store, Path(args.index_dir) if args.index_dir else None)
+    try:
+        workspace = replica.open()
+    except Exception as exc:
+        print(f"mcp-retrieval: {exc}", file=sys.stderr)
+        return 2
+    replica.start()
+    try:
+        _run(build_server(workspace), args, token)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        replica.close()
+    return 0
+
+
+def serve(spec, args) -> int:
+    """Serve a workspace (`roots.WorkspaceSpec`): every root indexed in the background and watched."""
+    from pathlib import Path
+
+    from mcp_retrieval.indexers.memory import limit_malloc_arenas
+    from mcp_retrieval.indexers.watch import Watcher
+    from mcp_retrieval.server import build_server
+    from mcp_retrieval.workspace import open_workspace
+
+    token = _check_exposure(args)
+    if token == 2:
+        return 2
     limit_malloc_arenas()
     # flags given on the command line win over the configuration file's settings
     overrides = {"understand_timeout_s": max(0.1, args.understand_timeout)}
@@ -52,14 +102,7 @@ def serve(spec, args) -> int:
     workspace.on_added = start
     server = build_server(workspace)
     try:
-        if args.transport == "stdio":
-            server.run("stdio")
-        else:
-            import uvicorn
-
-            app = http_app(server, args.transport, args.host, token, args.max_sessions)
-            config_u = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level.lower())
-            anyio.run(uvicorn.Server(config_u).serve)
+        _run(server, args, token)
     except KeyboardInterrupt:
         pass
     finally:

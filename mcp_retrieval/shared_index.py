@@ -247,6 +247,16 @@ def _pull(store: StoreURL, root: Path, index_dir: Path, cache, model_id) -> str:
     if model_id is not None and manifest.get("vector_model") not in (None, model_id):
         log.warning("snapshot vectors are of %s, this index uses %s: its vectors will be recomputed",
                     manifest.get("vector_model"), model_id)
+    restore(manifest, key, index_dir)
+    pulled = _pull_embeddings(store, cache, manifest.get("vector_model"))
+    distance = "" if manifest["commit"] == head else f" ({_distance(root, manifest['commit'], head)} commits behind HEAD)"
+    return (f"pulled {manifest['identity']}@{manifest['commit'][:12]}{distance}: {manifest['files']} files, "
+            f"{manifest['chunks']} chunks, {manifest.get('vectors', 0)} vectors; {pulled} cached embeddings")
+
+
+def restore(manifest: dict, key: str, index_dir: Path) -> None:
+    """Download one snapshot into `index_dir` (checked against its manifest); the index parts
+    appear whole or not at all."""
     fs = filesystem()
     index_dir.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".pull-", dir=index_dir))
@@ -260,21 +270,30 @@ def _pull(store: StoreURL, root: Path, index_dir: Path, cache, model_id) -> str:
         with tarfile.open(staging / "tantivy.tar") as tar:
             tar.extractall(staging, filter="data")
         if manifest.get("vectors"):
-            table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
             import lancedb
 
+            table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
             lancedb.connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
-        for name in ("index.db", "history.db", "tantivy", "lance"):  # the index appears whole or not at all
+        for name in ("index.db", "history.db", "tantivy", "lance"):
             if (staging / name).exists():
-                shutil.rmtree(index_dir / name, ignore_errors=True) if (index_dir / name).is_dir() else \
-                    (index_dir / name).unlink(missing_ok=True)
-                os.replace(staging / name, index_dir / name)
+                target = index_dir / name
+                if target.is_dir():
+                    shutil.rmtree(target)
+                else:
+                    target.unlink(missing_ok=True)
+                os.replace(staging / name, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    pulled = _pull_embeddings(store, cache, manifest.get("vector_model"))
-    distance = "" if manifest["commit"] == head else f" ({_distance(root, manifest['commit'], head)} commits behind HEAD)"
-    return (f"pulled {manifest['identity']}@{manifest['commit'][:12]}{distance}: {manifest['files']} files, "
-            f"{manifest['chunks']} chunks, {manifest.get('vectors', 0)} vectors; {pulled} cached embeddings")
+
+
+def newest_snapshots(store: StoreURL) -> dict[str, tuple[dict, str]]:
+    """Every published repository's newest snapshot: identity -> (manifest, key)."""
+    out: dict[str, tuple[dict, str]] = {}
+    for manifest, key in _manifests(store, ""):
+        identity = manifest.get("identity", "")
+        if identity and (identity not in out or manifest.get("created", 0) > out[identity][0].get("created", 0)):
+            out[identity] = (manifest, key)
+    return out
 
 
 def _local_files(db: Path) -> int:
@@ -290,7 +309,8 @@ def _local_files(db: Path) -> int:
 def _manifests(store: StoreURL, identity: str) -> list[tuple[dict, str]]:
     from pyarrow import fs as pafs
 
-    selector = pafs.FileSelector(store.key("repos", identity), recursive=True, allow_not_found=True)
+    selector = pafs.FileSelector(store.key("repos", *([identity] if identity else [])), recursive=True,
+                                 allow_not_found=True)
     out = []
     filesystem_ = filesystem()
     for info in filesystem_.get_file_info(selector):

@@ -44,6 +44,7 @@ class Workspace:
         self.sessions = engines[0].sessions
         self.sampling = engines[0].sampling
         self._reload = reload
+        self.store_state: str | None = None  # a replica's view of its object store (see `replica`)
         self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
 
     @classmethod
@@ -80,10 +81,14 @@ class Workspace:
             return list(self.engines.values())
         if not isinstance(roots, list) or not roots or not all(isinstance(r, str) for r in roots):
             raise BadRequest(f"roots must be a non-empty list of root names: {', '.join(self.engines)}")
-        unknown = [r for r in roots if r not in self.engines]
-        if unknown:
-            raise BadRequest(f"unknown roots {unknown[:5]}; this workspace has {', '.join(self.engines)}")
-        return [self.engines[r] for r in dict.fromkeys(roots)]
+        picked = []
+        for r in roots:  # a name, or any unambiguous `/`-suffix of one (`sympy/sympy` for github.com/sympy/sympy)
+            found = [n for n in self.engines if n == r] or [n for n in self.engines if n.endswith("/" + r)]
+            if len(found) != 1:
+                problem = "ambiguous" if found else "unknown"
+                raise BadRequest(f"{problem} root {r[:200]!r}; this workspace has {', '.join(list(self.engines)[:20])}")
+            picked.append(self.engines[found[0]])
+        return list(dict.fromkeys(picked))
 
     def close(self) -> None:
         for engine in self.engines.values():
@@ -91,7 +96,12 @@ class Workspace:
 
     # --- tools ---------------------------------------------------------------------------------
     def status(self) -> IndexStatus:
-        parts = {name: e.status() for name, e in self.engines.items()}
+        status = self._status()
+        status.store = self.store_state
+        return status
+
+    def _status(self) -> IndexStatus:
+        parts = {name: e.status() for name, e in list(self.engines.items())}
         if not self.multi:
             return next(iter(parts.values()))
         states = {s.state for s in parts.values()}

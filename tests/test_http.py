@@ -20,6 +20,18 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_for_port(port: int, proc, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        if proc.poll() is not None:
+            raise RuntimeError(proc.stderr.read().decode() if proc.stderr else f"exited with {proc.returncode}")
+        time.sleep(0.2)
+    raise TimeoutError(f"nothing listens on port {port}")
+
+
 @contextmanager
 def serving(workspace, tmp_path, transport, *extra):
     port = free_port()
@@ -28,14 +40,7 @@ def serving(workspace, tmp_path, transport, *extra):
                              str(tmp_path / f"idx-{transport}"), "--no-watch", "--transport", transport,
                              "--port", str(port), *extra], env=env, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with socket.socket() as s:
-                if s.connect_ex(("127.0.0.1", port)) == 0:
-                    break
-            if proc.poll() is not None:
-                raise RuntimeError(proc.stderr.read().decode())
-            time.sleep(0.2)
+        wait_for_port(port, proc)
         yield port
     finally:
         proc.terminate()

@@ -41,7 +41,7 @@ def test_one_server_answers_from_each_root_with_its_name_and_restricts_by_roots(
                 r = await client.call_tool("packet", {"query": "send_with_backoff", "roots": ["shop"]})
                 assert all(i["root"] == "shop" for i in r.structured_content["items"])
                 r = await client.call_tool("packet", {"query": "x", "roots": ["nope"]})
-                assert r.is_error and "unknown roots" in r.content[0].text
+                assert r.is_error and "unknown root" in r.content[0].text
                 r = await client.call_tool("query_graph", {"node": "RetryingClient.send_with_backoff"})
                 assert {n["root"] for n in r.structured_content["nodes"]} == {"client-lib"}
                 status = await client.read_resource("index://status")
