@@ -20,14 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.analysis import terms
-from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
+from mcp_retrieval.indexers.tokens import BYTES_PER_TOKEN, budget_counts, budget_tokens
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 
 SHINGLE = 3
 EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
 MIN_EXCERPT_TOKENS = 60
-MAX_EXCERPT_HITS = 40  # below this an excerpt says too little to be worth its header
+MAX_EXCERPT_HITS = 40
+MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking  # below this an excerpt says too little to be worth its header
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -194,7 +195,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     chosen: list[Placed] = []
     full = 0
-    while pool and full < max_chunks and remaining > 0:
+    while pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
         values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
@@ -222,7 +223,11 @@ def _place(c: Candidate, remaining: int, delivered, query_terms, show_root: bool
         cost = budget_tokens(_piece(p, False, show_root)) + 1
         return (p, cost) if cost <= remaining else (None, 0)
     p = Placed(c, stub=False, text=neutralize(c.chunk.text))
-    header_cost, body_cost = budget_counts([header_line(p, False, show_root) + "\n", p.text])
+    header_cost = budget_tokens(header_line(p, False, show_root) + "\n")
+    if p.text == c.chunk.text:  # the count made at index time (the same measure; never below bytes/4)
+        body_cost = max(c.chunk.tokens, -(-len(p.text.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN))
+    else:
+        body_cost = budget_tokens(p.text)
     if header_cost + body_cost + 1 <= remaining:
         return p, header_cost + body_cost + 1
     p.excerpt = True

@@ -45,6 +45,7 @@ class Workspace:
         self.sampling = engines[0].sampling
         self._reload = reload
         self.store_state: str | None = None  # a replica's view of its object store (see `replica`)
+        self._pool: ThreadPoolExecutor | None = None
         self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
 
     @classmethod
@@ -91,6 +92,8 @@ class Workspace:
         return list(dict.fromkeys(picked))
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
         for engine in self.engines.values():
             engine.close()
 
@@ -266,8 +269,9 @@ class Workspace:
             active, prefix, subs = scopes[i]
             return engines[i].gather(query, active, subs, prefix, logs[i], for_packet=for_packet, host=host)
 
-        with ThreadPoolExecutor(max_workers=min(4, len(engines))) as pool:  # Tantivy, SQLite, numpy release the GIL
-            parts = list(pool.map(one, range(len(engines))))
+        if self._pool is None:  # kept for the workspace's life: starting threads per call costs more than it saves
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-retrieval-root")
+        parts = list(self._pool.map(one, range(len(engines))))  # Tantivy, SQLite, numpy release the GIL
         for engine, log in zip(engines, logs):
             for stage in log.stages:
                 stage.name = f"{engine.name}:{stage.name}"
