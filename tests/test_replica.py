@@ -99,3 +99,23 @@ def test_two_replicas_answer_eight_clients_and_a_killed_one_loses_no_retried_cal
         for proc in (a, b):
             proc.kill()
             proc.wait(timeout=20)
+
+
+def test_a_replica_that_loses_its_store_keeps_answering_and_says_so(workspace, tmp_path, aws, monkeypatch):
+    from mcp_retrieval.indexers.embed import HashEmbedder
+    from mcp_retrieval.replica import Replica
+
+    url = "s3://replicas-lost/p"
+    publish_two_repos(workspace, tmp_path, url)
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    replica = Replica(url, tmp_path / "replica-cache", embedder=HashEmbedder())
+    workspace_ = replica.open()
+    try:
+        assert set(workspace_.engines) == {"github.com/acme/shop", "github.com/acme/client-lib"}
+        monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # the store is gone
+        replica.refresh()
+        assert workspace_.status().store.startswith("unreachable")
+        r = workspace_.packet("apply_discount", roots=["shop"])
+        assert r.items[0].root == "github.com/acme/shop" and r.items[0].path == "src/shop/pricing.py"
+    finally:
+        replica.close()
