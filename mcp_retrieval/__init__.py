@@ -4,6 +4,7 @@ workspace that matter — hybrid lexical + dense + graph retrieval, inside a tok
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.validate import BadRequest
+from mcp_retrieval.workspace import Workspace, open_workspace
 
-__all__ = ["BadRequest", "Config", "Engine"]
+__all__ = ["BadRequest", "Config", "Engine", "Workspace", "open_workspace"]
 __version__ = "0.1.0"
