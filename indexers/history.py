@@ -37,7 +37,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS commits (id INTEGER PRIMARY KEY, sha TEXT UNIQUE, time INTEGER, subject TEXT, nfiles INTEGER);
 CREATE TABLE IF NOT EXISTS commit_files (commit_id INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
-CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(message, tokenize = 'unicode61');
 """
 
@@ -168,21 +167,6 @@ class History:
                         subjects.setdefault(path, row[0])
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [FileEvidence(p, s, subjects[p]) for p, s in ranked]
-
-    def cochanged(self, path: str, limit: int = 5, min_commits: int = 2) -> list[tuple[str, float]]:
-        """Files that changed together with `path`: (other path, share of `path`'s commits that
-        touched it too), strongest first; sweeping commits do not count."""
-        with self._lock:
-            total = self._db.execute("SELECT COUNT(*) FROM commit_files f JOIN commits c ON c.id = f.commit_id "
-                                     "WHERE f.path = ? AND c.nfiles <= ?", (path, MAX_FILES_PER_COMMIT)).fetchone()[0]
-            if total < min_commits:
-                return []
-            rows = self._db.execute(
-                "SELECT o.path, COUNT(*) FROM commit_files f JOIN commit_files o ON o.commit_id = f.commit_id "
-                "JOIN commits c ON c.id = f.commit_id WHERE f.path = ? AND o.path != ? AND c.nfiles <= ? "
-                "GROUP BY o.path HAVING COUNT(*) >= ? ORDER BY COUNT(*) DESC, o.path LIMIT ?",
-                (path, path, MAX_FILES_PER_COMMIT, min_commits, limit)).fetchall()
-        return [(other, n / total) for other, n in rows]
 
     def close(self) -> None:
         self._db.close()

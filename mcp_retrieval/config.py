@@ -49,7 +49,6 @@ class Config:
     # the repository's history (indexers.history): HEAD of the root's git, unless the benchmark
     # points it at another git directory and revision
     history: bool = True
-    cochange: bool = True  # packet: lift files that usually change together with the best ones
     read_only: bool = False  # a replica serving a published snapshot: no work tree, no indexing
     history_git_dir: Path | None = None
     history_rev: str = "HEAD"

@@ -64,8 +64,7 @@ def partners(path: str) -> list[str]:
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
-               pair_head: int = 10, cochanged: Callable[[str, str], list[tuple[str, float]]] | None = None
-               ) -> list[Candidate]:
+               pair_head: int = 10) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped."""
@@ -84,8 +83,6 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
         chunks.setdefault((c.root, c.chunk.path), []).append(c)
     if partner_chunk is not None:
         order = _pull_partners(order, scores, chunks, partner_chunk, pair_head)
-    if cochanged is not None and partner_chunk is not None:
-        order = _lift_cochanged(order, scores, chunks, cochanged, partner_chunk)
     first, rest = [], []
     for key in order:
         first.extend(chunks[key][:per_file])
@@ -115,33 +112,3 @@ def _pull_partners(order: list[FileKey], scores: dict[FileKey, float], chunks: d
             break
     return sorted(scores, key=lambda p: -scores[p])
 
-
-COCHANGE_HEAD = 3  # files whose change partners are lifted
-COCHANGE_SHARE = 0.6  # a partner that changed with the file in every commit ranks at this share of it
-COCHANGE_MIN = 0.25  # weaker co-change is noise
-
-
-def _lift_cochanged(order: list[FileKey], scores: dict[FileKey, float], chunks: dict[FileKey, list[Candidate]],
-                    cochanged: Callable[[str, str], list[tuple[str, float]]],
-                    partner_chunk: Callable[[str, str], Candidate | None]) -> list[FileKey]:
-    """Multi-file fixes: files that usually change together with one of the best files (from the
-    repository's history) are lifted toward it, fetched when the pool lacks them."""
-    for key in order[:COCHANGE_HEAD]:
-        root, path = key
-        for other_path, share in cochanged(root, path):
-            if share < COCHANGE_MIN:
-                continue
-            other = (root, other_path)
-            lifted = COCHANGE_SHARE * share * scores[key]
-            if scores.get(other, 0.0) >= lifted:
-                continue
-            if other not in chunks:
-                found = partner_chunk(root, other_path)
-                if found is None:
-                    continue
-                chunks[other] = [found]
-            for c in chunks[other]:
-                c.score = max(c.score, lifted)
-                c.why.append(f"usually changes together with {path}")
-            scores[other] = lifted
-    return sorted(scores, key=lambda p: -scores[p])

@@ -221,13 +221,8 @@ class Workspace:
         def partner(root: str, path: str) -> Candidate | None:
             return by_root[root].first_chunk(path)
 
-        def cochanged(root: str, path: str) -> list[tuple[str, float]]:
-            engine = by_root[root]
-            return engine.history.cochanged(path) if engine.history is not None and engine.config.cochange else []
-
         with stages.run("files") as st:
-            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
-                                              cochanged=cochanged)
+            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items"
         items: list[PacketItem] = []

@@ -63,14 +63,3 @@ def test_no_repository_is_a_skipped_stage_with_a_reason(tmp_path, engine):
     stage = next(s for s in r.debug.stages if s.name == "history")
     assert stage.status == "skipped" and "no git history" in stage.detail
 
-
-def test_files_that_change_together_are_named_as_change_partners(tmp_path):
-    repo = make_repo(tmp_path / "repo")
-    for n in range(3):
-        (repo / "retry.py").write_text(f"def backoff():\n    return {n + 5}\n")
-        (repo / "render.py").write_text(f"def draw():\n    return {n + 5}\n")
-        git(repo, "commit", "-qam", f"tune retry and render together {n}")
-    history = History(tmp_path / "h.db", repo)
-    history.update()
-    partners = dict(history.cochanged("retry.py"))
-    assert partners["render.py"] >= 0.5

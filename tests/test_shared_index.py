@@ -3,7 +3,6 @@ pull the nearest ancestor's snapshot, index only the difference; failures degrad
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess

@@ -9,9 +9,8 @@ For each instance the repository is put at `base_commit` (incrementally), the in
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
 and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ the history tier and graph fusion:
-the default); `nodecomp` is `rerank` without the deterministic decompose stage, `nohistory` is
-`full` without the history tier and co-change, `nocochange` is `full` without co-change (none in
-the default set). The history is read from the git
+the default); `nodecomp` is `rerank` without the deterministic decompose stage and `nohistory` is
+`full` without the history tier (neither in the default set). The history is read from the git
 directory given for the repository, at the instance's base commit: nothing later is visible.
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
@@ -35,7 +34,7 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
-EXTRA_MODES = ("nodecomp", "nohistory", "nocochange")  # rerank without decompose; full without history / co-change
+EXTRA_MODES = ("nodecomp", "nohistory")  # rerank without decompose; full without the history tier
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -149,7 +148,6 @@ def main(argv: list[str]) -> int:
                 engine.config.graph_in_packet = graph
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
-                engine.config.cochange = mode == "full"  # co-change is part of the full pipeline only
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, gold)
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
