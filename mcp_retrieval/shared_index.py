@@ -9,9 +9,9 @@ and embeds only chunks the shared cache has never seen.
 
 Layout under `s3://BUCKET/PREFIX/`:
 
-    repos/<identity>/<commit>/<publish id>/index.db      chunks, symbols, edges, manifest (SQLite backup)
-    repos/<identity>/<commit>/<publish id>/history.db    the history tier's table
-    repos/<identity>/<commit>/<publish id>/tantivy.tar   the lexical index
+    repos/<identity>/<commit>/<publish id>/index.db      chunks, symbols, edges, manifest (SQLite backup, zstd)
+    repos/<identity>/<commit>/<publish id>/history.db    the history tier's table (zstd)
+    repos/<identity>/<commit>/<publish id>/tantivy.tar   the lexical index (zstd)
     repos/<identity>/<commit>/<publish id>/lance/        the vectors, a LanceDB table written natively
     repos/<identity>/<commit>/<publish id>/MANIFEST.json written last: sizes and sha256 of the above
     embeddings/                                          LanceDB table (key = model:sha, vector), merge-inserted
