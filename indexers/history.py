@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 import sqlite3
 import subprocess
 import threading
@@ -24,14 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
-from mcp_retrieval.indexers.listing import quiet_git_env
+from mcp_retrieval.indexers.listing import run_git
 
 log = logging.getLogger(__name__)
 MAX_COMMITS = 20_000
 MAX_FILES_PER_COMMIT = 40  # a commit touching more is a sweep, not evidence about one problem
 COMMITS_PER_QUERY = 40
 QUERY_TERMS = 32
-GIT_TIMEOUT_S = 120
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS commits (id INTEGER PRIMARY KEY, sha TEXT UNIQUE, time INTEGER, subject TEXT, nfiles INTEGER);
@@ -60,14 +58,7 @@ class History:
 
     # --- reading git ------------------------------------------------------------------------
     def _git(self, *args: str) -> subprocess.CompletedProcess | None:
-        git = shutil.which("git")
-        if git is None:
-            return None
-        base = [git, f"--git-dir={self.git_dir}"] if self.git_dir else [git, "-C", str(self.work_tree)]
-        try:
-            return subprocess.run([*base, *args], capture_output=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
-        except (OSError, subprocess.SubprocessError):
-            return None
+        return run_git(self.work_tree, *args, git_dir=self.git_dir)
 
     def _head(self) -> str | None:
         out = self._git("rev-parse", "--verify", "--quiet", f"{self.rev}^{{commit}}")

@@ -30,17 +30,23 @@ def _git() -> str | None:
     return shutil.which("git")
 
 
-def git_output(directory: Path, *args: str) -> str | None:
-    """`git <args>` run in `directory`: its standard output, or None when git is missing or fails."""
+def run_git(directory: Path, *args: str, git_dir: Path | None = None) -> subprocess.CompletedProcess | None:
+    """`git <args>` in `directory` (or against `git_dir`, a bare or foreign repository), output as
+    bytes; None when git is missing or could not run. Every git call of the project goes here."""
     git = _git()
     if git is None:
         return None
+    base = [git, f"--git-dir={git_dir}"] if git_dir else [git, "-C", str(directory)]
     try:
-        out = subprocess.run([git, "-C", str(directory), *args], capture_output=True, text=True,
-                             timeout=GIT_TIMEOUT_S, env=quiet_git_env())
+        return subprocess.run([*base, *args], capture_output=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
         return None
-    return out.stdout if out.returncode == 0 else None
+
+
+def git_output(directory: Path, *args: str) -> str | None:
+    """`git <args>` run in `directory`: its standard output, or None when git is missing or fails."""
+    out = run_git(directory, *args)
+    return out.stdout.decode("utf-8", "replace") if out is not None and out.returncode == 0 else None
 
 
 def rev_parse(directory: Path, what: str) -> str | None:
