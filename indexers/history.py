@@ -19,6 +19,7 @@ import math
 import sqlite3
 import subprocess
 import threading
+from collections.abc import Set
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -132,7 +133,7 @@ class History:
         return self._db.execute("SELECT COUNT(*) FROM commits").fetchone()[0]
 
     # --- asking -----------------------------------------------------------------------------
-    def files_for(self, query: str, known: set[str], limit: int = 20) -> list[FileEvidence]:
+    def files_for(self, query: str, known: Set[str], limit: int = 20) -> list[FileEvidence]:
         """Files touched by the commits whose messages best match `query`, best first (only files
         still indexed). Each commit gives 1/(rank+5), shared out by sqrt of the files it touched."""
         words = _query_words(query)

@@ -98,25 +98,22 @@ def main(argv: list[str] | None = None) -> int:
     from mcp_retrieval.validate import BadRequest
     from mcp_retrieval.workspace import open_workspace
 
-    if args.command == "serve" and args.store:
-        from mcp_retrieval.serve import serve_replica
-
-        if args.root or args.pull_from:
-            print("mcp-retrieval: --store serves published snapshots only; drop --root/--from", file=sys.stderr)
-            return 2
-        return serve_replica(args)
-
+    replica = args.command == "serve" and args.store  # serves published snapshots: no local root
     try:
-        spec = resolve_workspace(args.root)
-        if args.index_dir and len(spec.roots) > 1:
+        spec = None if replica else resolve_workspace(args.root)
+        if spec is not None and args.index_dir and len(spec.roots) > 1:
             raise ValueError("--index-dir names one index: with several roots each keeps its own (per-root default)")
     except ValueError as exc:
         print(f"mcp-retrieval: {exc}", file=sys.stderr)
         return 2
     if args.command == "serve":
-        from mcp_retrieval.serve import serve
+        from mcp_retrieval.serve import Refused, serve, serve_replica
 
-        return serve(spec, args)
+        try:
+            return serve_replica(args) if replica else serve(spec, args)
+        except Refused as exc:
+            print(f"mcp-retrieval: {exc}", file=sys.stderr)
+            return 2
     workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
                                pull_from=getattr(args, "pull_from", None))
     try:

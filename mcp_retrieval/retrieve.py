@@ -59,6 +59,7 @@ class PathResolver:
 
     def __init__(self, paths: list[str]):
         self.paths = paths
+        self.known = frozenset(paths)  # membership tests on the answer path (the history tier)
         self._by_name: dict[str, list[str]] = defaultdict(list)
         self._by_module: dict[str, list[str]] = defaultdict(list)
         for p in paths:
@@ -147,7 +148,7 @@ class Retriever:
     def history_hits(self, history, query: str, limit: int = 12) -> tuple[list[tuple[str, float]], dict[str, str]]:
         """The best chunk of each file past commits like this question touched, and each such
         chunk's reason (the matching commit's subject)."""
-        evidence = history.files_for(query, set(self.resolver().paths), limit)
+        evidence = history.files_for(query, self.resolver().known, limit)
         hits: list[tuple[str, float]] = []
         why: dict[str, str] = {}
         for ev in evidence:

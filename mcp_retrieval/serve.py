@@ -11,16 +11,20 @@ import anyio
 log = logging.getLogger("mcp_retrieval")
 
 
-def _check_exposure(args) -> str | None | int:
-    """The bearer token, or 2 (refuse) when binding off loopback without one."""
+class Refused(Exception):
+    """`serve` was asked for something it will not do (expose the index without a token, mix
+    `--store` with a local root); the message says what to change."""
+
+
+def _check_exposure(args) -> str | None:
+    """The bearer token to require (None on loopback without one); `Refused` when binding off
+    loopback without one."""
     from mcp_retrieval.server import LOOPBACK
 
     token = args.auth_token or os.environ.get("MCP_RETRIEVAL_AUTH_TOKEN")
     if args.transport != "stdio" and args.host not in LOOPBACK:
         if not token:
-            print("mcp-retrieval: binding to a non-loopback host requires --auth-token (or MCP_RETRIEVAL_AUTH_TOKEN)",
-                  file=sys.stderr)
-            return 2
+            raise Refused("binding to a non-loopback host requires --auth-token (or MCP_RETRIEVAL_AUTH_TOKEN)")
         print(f"mcp-retrieval: WARNING: serving on {args.host}, reachable from other machines; "
               "requests need the bearer token", file=sys.stderr)
     return token
@@ -47,9 +51,9 @@ def serve_replica(args) -> int:
     from mcp_retrieval.replica import Replica
     from mcp_retrieval.server import build_server
 
+    if args.root or args.pull_from:
+        raise Refused("--store serves published snapshots only; drop --root/--from")
     token = _check_exposure(args)
-    if token == 2:
-        return 2
     limit_malloc_arenas()
     replica = Replica(args.store, Path(args.index_dir) if args.index_dir else None)
     try:
@@ -77,8 +81,6 @@ def serve(spec, args) -> int:
     from mcp_retrieval.workspace import open_workspace
 
     token = _check_exposure(args)
-    if token == 2:
-        return 2
     limit_malloc_arenas()
     # flags given on the command line win over the configuration file's settings
     overrides = {"understand_timeout_s": max(0.1, args.understand_timeout)}

@@ -205,9 +205,9 @@ ROOTS_FIELD = Field(description="names of workspace roots to search (default: al
 
 def build_server(target: Engine | Workspace) -> MCPServer:
     """The MCP server over a workspace (one `Engine` is a workspace of one root)."""
-    engine = target if isinstance(target, Workspace) else Workspace.single(target)
+    workspace = target if isinstance(target, Workspace) else Workspace.single(target)
     server = RetrievalServer(name="mcp-retrieval", instructions=prompts.load("server_instructions"), version="0.1.0")
-    understand_query = host_understanding(engine.sampling)
+    understand_query = host_understanding(workspace.sampling)
 
     @server.tool(description=prompts.load("context"))
     async def context(
@@ -223,10 +223,10 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
-        r = await _call(engine.context, query, session_id=session_id, budget_tokens=budget_tokens,
+        r = await _call(workspace.context, query, session_id=session_id, budget_tokens=budget_tokens,
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
                         sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug, roots=roots,
-                        host=_host_outcome(engine.sampling, query, host))
+                        host=_host_outcome(workspace.sampling, query, host))
         return _result(r, render_context, r.window)
 
     @server.tool(description=prompts.load("packet"))
@@ -242,7 +242,7 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
     ) -> PacketResult:
         # Model-free always: never asks the host's model, even under --understand sampling.
-        r = await _call(engine.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
+        r = await _call(workspace.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
                         task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug, roots=roots,
                         host=HostOutcome("skipped", "off: packet is model-free"))
         return _result(r, render_packet)
@@ -256,7 +256,7 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
     ) -> GraphResult:
-        r = await _call(engine.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind, roots=roots)
+        r = await _call(workspace.query_graph, node, relation=relation, depth=depth, limit=limit, kind=kind, roots=roots)
         return _result(r, render_json)
 
     @server.tool(description=prompts.load("reindex"))
@@ -268,13 +268,13 @@ def build_server(target: Engine | Workspace) -> MCPServer:
                                                              "paths need exactly one")] = None,
         ctx: Context | None = None,
     ) -> ReindexResult:
-        r = await _call(engine.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx), roots=roots)
+        r = await _call(workspace.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx), roots=roots)
         return _result(r, render_json)
 
     @server.resource("index://status", name="index-status", description="index freshness and size",
                      mime_type="application/json")
     def index_status() -> str:
-        return json.dumps(scrub(engine.status().model_dump(mode="json")), indent=1)
+        return json.dumps(scrub(workspace.status().model_dump(mode="json")), indent=1)
 
     return server
 

@@ -109,8 +109,6 @@ class Workspace:
             return next(iter(parts.values()))
         states = {s.state for s in parts.values()}
         state = next((s for s in ("indexing", "lexical_only", "empty") if s in states), "ready")
-        if states == {"empty"}:
-            state = "empty"
         stamps = [s.last_updated for s in parts.values() if s.last_updated]
         first = next(iter(parts.values()))
         return IndexStatus(version=first.version, files=sum(s.files for s in parts.values()),
@@ -131,7 +129,8 @@ class Workspace:
         engines = self.pick(roots if roots is not None or not added else added)
         if len(engines) == 1:
             result = engines[0].reindex(paths, full=full, wait=wait, progress=progress)
-            result.index = self.status()
+            if self.multi:  # the workspace's status, not only this root's
+                result.index = self.status()
             return result
         if paths is not None:
             raise BadRequest("paths are relative to one root: pass roots with a single name alongside paths")
