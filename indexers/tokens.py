@@ -47,14 +47,18 @@ def count(text: str) -> int:
 BYTES_PER_TOKEN = 4  # WordPiece reads ~3-3.5 bytes a token on code and prose (docs/BENCHMARKS.md)
 
 
+def byte_floor(text: str) -> int:
+    """The fewest tokens a text may cost: its UTF-8 bytes / BYTES_PER_TOKEN, rounded up."""
+    return -(-len(text.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN)
+
+
 def budget_counts(texts: Sequence[str]) -> list[int]:
     """What each text costs against a token budget: its WordPiece tokens, but never fewer than its
     UTF-8 bytes / 4. WordPiece counts any word over 100 characters as one `[UNK]`, so without the
     byte floor a file of million-character words would cost "40 tokens"; with it, a budget bounds
     bytes too (at most 4 a token). Budgets, chunk `tokens` and `assembled_tokens` all use this."""
     counts = count_tokens(texts) if texts else []
-    return [max(n, -(-len(t.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN)) if t else 0
-            for n, t in zip(counts, texts)]
+    return [max(n, byte_floor(t)) if t else 0 for n, t in zip(counts, texts)]
 
 
 def budget_tokens(text: str) -> int:

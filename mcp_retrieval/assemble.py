@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.analysis import terms
-from mcp_retrieval.indexers.tokens import BYTES_PER_TOKEN, budget_counts, budget_tokens
+from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 
@@ -141,7 +141,7 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
     if not hits:
         return None
     line_cost = budget_counts(lines)
-    mark_cost = budget_tokens(f"⋯ lines {first_line + len(lines)}-{first_line + len(lines)} elided ⋯") + 1
+    mark_cost = budget_tokens(_elision(first_line + len(lines), first_line + len(lines))) + 1
     keep: set[int] = set(range(sig))
     cost = sum(line_cost[i] + 1 for i in keep) + mark_cost
     added = False
@@ -156,6 +156,11 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
     return _render_excerpt(lines, keep, first_line) if added else None
 
 
+def _elision(first: int, last: int) -> str:
+    """The line that stands for an elided run (bench tokens parses it back)."""
+    return f"⋯ lines {first}-{last} elided ⋯"
+
+
 def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
     out: list[str] = []
     i = 0
@@ -167,7 +172,7 @@ def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
         j = i
         while j < len(lines) and j not in keep:
             j += 1
-        out.append(f"⋯ lines {first_line + i}-{first_line + j - 1} elided ⋯")
+        out.append(_elision(first_line + i, first_line + j - 1))
         i = j
     return "\n".join(out)
 
@@ -225,7 +230,7 @@ def _place(c: Candidate, remaining: int, delivered, query_terms, show_root: bool
     p = Placed(c, stub=False, text=neutralize(c.chunk.text))
     header_cost = budget_tokens(header_line(p, False, show_root) + "\n")
     if p.text == c.chunk.text:  # the count made at index time (the same measure; never below bytes/4)
-        body_cost = max(c.chunk.tokens, -(-len(p.text.encode("utf-8", "surrogatepass")) // BYTES_PER_TOKEN))
+        body_cost = max(c.chunk.tokens, byte_floor(p.text))
     else:
         body_cost = budget_tokens(p.text)
     if header_cost + body_cost + 1 <= remaining:
