@@ -31,6 +31,15 @@ PRUNED_DIRS = frozenset({
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages",
     "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
 })
+def is_pruned_dir(name: str) -> bool:
+    return name in PRUNED_DIRS or name.endswith(".egg-info")
+
+
+def in_pruned_dir(rel_path: str) -> bool:
+    """A workspace path below a pruned folder (dependencies, build output, caches)."""
+    return any(is_pruned_dir(part) for part in rel_path.split("/")[:-1])
+
+
 GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock",
                              "go.sum", "Gemfile.lock", "composer.lock", "Pipfile.lock", "flake.lock", "bun.lockb"})
 # Checksum lists and detached signatures: never the answer, often full of release names.
@@ -91,6 +100,12 @@ class IgnoreRules:
         elif specs:
             self._specs[rel_dir] = specs
 
+    def enter_parents(self, rel_path: str) -> None:
+        """Read the ignore files of every folder on the way to `rel_path` (each once)."""
+        parts = rel_path.split("/")
+        for depth in range(len(parts) - 1):
+            self.enter("/".join(parts[:depth]), self.root.joinpath(*parts[:depth]))
+
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         verdict = False
         parts = rel_path.split("/")
@@ -126,12 +141,10 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
     stats.skipped["ignored"] += n_ignored
     rules = IgnoreRules(root, files=(OUR_IGNORE_FILE,), git_exclude=False)
     for rel in paths:
-        parts = rel.split("/")
-        if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+        if in_pruned_dir(rel):
             stats.skipped["pruned_dir"] += 1
             continue
-        for depth in range(len(parts) - 1):
-            rules.enter("/".join(parts[:depth]), root.joinpath(*parts[:depth]))
+        rules.enter_parents(rel)
         entry = _check_file(root, root / rel, rel, rules, max_file_bytes, stats)
         if entry is not None:
             stats.files += 1
@@ -162,7 +175,7 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[Fi
         kept = []
         for name in sorted(dirnames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if name in PRUNED_DIRS or name.endswith(".egg-info"):
+            if is_pruned_dir(name):
                 stats.skipped["pruned_dir"] += 1
             elif (abs_dir / name).is_symlink():
                 stats.skipped["symlink_dir"] += 1

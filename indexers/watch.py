@@ -15,7 +15,7 @@ from pathlib import Path
 
 import watchfiles
 
-from mcp_retrieval.indexers.walk import PRUNED_DIRS, IgnoreRules
+from mcp_retrieval.indexers.walk import IgnoreRules, in_pruned_dir
 
 log = logging.getLogger(__name__)
 BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)
@@ -40,12 +40,10 @@ class Watcher:
             return None
         if rel in ("", "."):
             return None
-        parts = rel.split("/")
-        if any(p in PRUNED_DIRS or p.endswith(".egg-info") for p in parts[:-1]):
+        if in_pruned_dir(rel):
             return None
         rules = rules or IgnoreRules(self.root)
-        for depth in range(len(parts) - 1):
-            rules.enter("/".join(parts[:depth]), self.root.joinpath(*parts[:depth]))
+        rules.enter_parents(rel)
         return None if rules.ignored(rel, is_dir=False) else rel
 
     def start(self) -> None:
