@@ -222,11 +222,11 @@ def _publish_embeddings(engine, store: StoreURL) -> int:
 
 
 # --- pull ----------------------------------------------------------------------------------------
-def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, model_id: str | None) -> str:
+def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None) -> str:
     """Restore the nearest published snapshot into an empty `index_dir`. Returns what happened
     (one line); never raises for a missing, unreachable or empty store."""
     try:
-        return _pull(StoreURL.parse(url), root, index_dir, cache, model_id)
+        return _pull(StoreURL.parse(url), root, index_dir, cache)
     except (StoreError, OSError, ValueError) as exc:
         log.warning("shared index not used (%s); indexing from scratch", exc)
         return f"skipped: {exc}"
@@ -235,7 +235,7 @@ def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, mo
         return f"skipped: {type(exc).__name__}: {exc}"
 
 
-def _pull(store: StoreURL, root: Path, index_dir: Path, cache, model_id) -> str:
+def _pull(store: StoreURL, root: Path, index_dir: Path, cache) -> str:
     if _local_files(index_dir / "index.db"):
         return "skipped: the local index is not empty"
     head = rev_parse(root, "HEAD")
@@ -248,13 +248,10 @@ def _pull(store: StoreURL, root: Path, index_dir: Path, cache, model_id) -> str:
     chosen = _nearest(root, head, manifests)
     if chosen is None:
         raise StoreError(f"no published snapshot of {identity} is an ancestor of {head[:12]}")
-    manifest, key = chosen
-    if model_id is not None and manifest.get("vector_model") not in (None, model_id):
-        log.warning("snapshot vectors are of %s, this index uses %s: its vectors will be recomputed",
-                    manifest.get("vector_model"), model_id)
+    manifest, key, behind = chosen
     restore(manifest, key, index_dir)
     pulled = _pull_embeddings(store, cache, manifest.get("vector_model"))
-    distance = "" if manifest["commit"] == head else f" ({_distance(root, manifest['commit'], head)} commits behind HEAD)"
+    distance = f" ({behind} commits behind HEAD)" if behind else ""
     return (f"pulled {manifest['identity']}@{manifest['commit'][:12]}{distance}: {manifest['files']} files, "
             f"{manifest['chunks']} chunks, {manifest.get('vectors', 0)} vectors; {pulled} cached embeddings")
 
@@ -327,9 +324,10 @@ def _manifests(store: StoreURL, identity: str) -> list[tuple[dict, str]]:
     return out
 
 
-def _nearest(root: Path, head: str, manifests: list[tuple[dict, str]]) -> tuple[dict, str] | None:
-    """HEAD's own snapshot (the newest publish), else the ancestor fewest commits behind."""
-    best: tuple[int, float, tuple[dict, str]] | None = None
+def _nearest(root: Path, head: str, manifests: list[tuple[dict, str]]) -> tuple[dict, str, int] | None:
+    """HEAD's own snapshot (the newest publish), else the ancestor fewest commits behind:
+    (manifest, key, commits behind HEAD)."""
+    best: tuple[int, float, tuple[dict, str, int]] | None = None
     for manifest, key in manifests:
         commit = manifest.get("commit", "")
         distance = 0 if commit == head else _distance(root, commit, head)
@@ -337,7 +335,7 @@ def _nearest(root: Path, head: str, manifests: list[tuple[dict, str]]) -> tuple[
             continue
         rank = (distance, -float(manifest.get("created", 0)))
         if best is None or rank < best[:2]:
-            best = (*rank, (manifest, key))
+            best = (*rank, (manifest, key, distance))
     return best[2] if best else None
 
 

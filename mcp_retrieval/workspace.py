@@ -336,7 +336,7 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             from mcp_retrieval.shared_index import pull
 
             outcome = pull(pull_from, config.root, config.index_dir,
-                           EmbeddingCache(config.cache_dir / "embeddings.sqlite"), None)
+                           EmbeddingCache(config.cache_dir / "embeddings.sqlite"))
             logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
         return Engine(config, embedder=embedder, name=root_spec.name)
 

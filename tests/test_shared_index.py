@@ -91,7 +91,7 @@ def test_a_clone_a_commit_later_pulls_the_snapshot_and_embeds_only_what_changed(
 
     cache = tmp_path / "fresh-cache"
     outcome = pull("s3://team-index/prod", clone, tmp_path / "fresh-index",
-                   EmbeddingCache(cache / "embeddings.sqlite"), None)
+                   EmbeddingCache(cache / "embeddings.sqlite"))
     assert outcome.startswith("pulled github.com/acme/shop@") and "1 commits behind" in outcome
     engine = engine_for(clone, tmp_path / "fresh-index", cache)
     assert engine.status().chunks == published  # answers before any local indexing
@@ -113,7 +113,7 @@ def test_a_publish_without_its_manifest_is_never_pulled(workspace, tmp_path, aws
     half = f"team-half/p/repos/github.com/acme/shop/{head}/99999999T000000Z-dead/index.db"
     with fs.open_output_stream(half) as out:  # a publish killed before its manifest
         out.write(b"not a database")
-    outcome = pull("s3://team-half/p", repo, tmp_path / "idx", None, None)
+    outcome = pull("s3://team-half/p", repo, tmp_path / "idx", None)
     assert outcome.startswith("pulled")
     engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")
     assert engine.status().files > 0
@@ -122,10 +122,10 @@ def test_a_publish_without_its_manifest_is_never_pulled(workspace, tmp_path, aws
 
 def test_an_unreachable_or_empty_store_is_a_warning_and_a_cold_index(workspace, tmp_path, aws, monkeypatch):
     repo = make_repo(workspace)
-    assert pull("s3://nothing-here/x", repo, tmp_path / "a", None, None).startswith("skipped")
+    assert pull("s3://nothing-here/x", repo, tmp_path / "a", None).startswith("skipped")
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")  # nothing listens there
     started = time.monotonic()
-    assert pull("s3://team-index/prod", repo, tmp_path / "b", None, None).startswith("skipped")
+    assert pull("s3://team-index/prod", repo, tmp_path / "b", None).startswith("skipped")
     assert time.monotonic() - started < 60
     engine = engine_for(repo, tmp_path / "b", tmp_path / "c")
     assert engine.reindex().files_changed > 0

@@ -87,7 +87,7 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(work / "clone-cache", ignore_errors=True)
         t0 = time.perf_counter()
         outcome = pull(url, clone, work / "clone-index",
-                       EmbeddingCache(work / "clone-cache" / "embeddings.sqlite"), None)
+                       EmbeddingCache(work / "clone-cache" / "embeddings.sqlite"))
         pulled_s = time.perf_counter() - t0
         engine = _engine(clone, work / "clone-index", work / "clone-cache")
         first = engine.context("where is the main entry point").know is not None
