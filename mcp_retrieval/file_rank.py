@@ -24,7 +24,7 @@ from mcp_retrieval.retrieve import Candidate
 SECOND_HIT_SHARE = 0.25
 THIRD_HIT_SHARE = 0.10
 PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
-NEAR_DUPLICATE = 0.9
+NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
 HEADERS = (".h", ".hh", ".hpp", ".hxx")
 SOURCES = (".c", ".cc", ".cpp", ".cxx")
 _SWAP_DIRS = {"include": "src", "src": "include", "inc": "src"}
@@ -64,7 +64,7 @@ def partners(path: str) -> list[str]:
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
-               pair_head: int = 10) -> list[Candidate]:
+               pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped."""
@@ -72,7 +72,7 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     seen_grams: list[frozenset[int]] = []
     for c in candidates:
         g = shingles(c.chunk.text)
-        if any(jaccard(g, h) >= NEAR_DUPLICATE for h in seen_grams):
+        if any(jaccard(g, h) >= near_duplicate for h in seen_grams):
             continue
         kept.append(c)
         seen_grams.append(g)

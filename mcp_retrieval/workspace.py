@@ -221,7 +221,8 @@ class Workspace:
             return by_root[root].first_chunk(path)
 
         with stages.run("files") as st:
-            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner)
+            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
+                                              near_duplicate=lead.engine.config.near_duplicate)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items"
         items: list[PacketItem] = []
