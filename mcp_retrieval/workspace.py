@@ -28,6 +28,11 @@ from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session
 
+WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
+# A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
+# question is noise (every question has nearest vectors).
+WORD_TIERS = frozenset({"lexical", "path", "symbol", "history"})
+
 __all__ = ["Workspace"]
 
 
@@ -226,7 +231,10 @@ class Workspace:
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items"
         items: list[PacketItem] = []
-        if not isinstance(outcome, Miss):
+        # On a weak-evidence miss the pointers are still returned, as leads to check (low confidence,
+        # action `reread`): packet hands the agent places to read, never text to answer from, and an
+        # empty list hides leads a grep would take minutes to find. Other misses have no pool.
+        if not isinstance(outcome, Miss) or outcome.reason == "abstain":
             head = candidates[:max_items]
             with stages.run("freshness") as st:
                 fresh = {}
@@ -234,10 +242,10 @@ class Workspace:
                     checked = by_root[root].freshness.check([c.chunk.path for c in head if c.root == root])
                     fresh.update({(root, path): state for path, state in checked.items()})
                 st["detail"] = f"{sum(v != Fresh.FRESH for v in fresh.values())} stale"
-            top = head[0].score if head and head[0].score else 1.0
+            top = max((c.score for c in head), default=0.0) or 1.0  # file order is not score order
             for c in head:
                 state = fresh[(c.root, c.chunk.path)]
-                conf = round(outcome.confidence * (c.score / top), 3)
+                conf = round(_packet_confidence(outcome) * (c.score / top), 3)
                 action = "refresh" if state != Fresh.FRESH else \
                     "reread" if task in ("edit", "debug") or conf < 0.5 else "trust"
                 items.append(PacketItem(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line,
@@ -280,11 +288,16 @@ def _merge(parts: list[Gathered]) -> tuple[Know | Miss, list[Candidate], Gathere
     knowing = [p for p in parts if isinstance(p.outcome, Know)]
     if knowing:
         lead = max(knowing, key=lambda p: p.outcome.confidence)
-        candidates = sorted((c for p in knowing for c in p.candidates), key=lambda c: (-c.score, c.root, c.chunk.id))
-        return lead.outcome, candidates, lead
+        return lead.outcome, _ranked(knowing), lead
     order = ("stale", "abstain", "indexing", "empty_index", "not_found")
     lead = min(parts, key=lambda p: order.index(p.outcome.reason) if p.outcome.reason in order else len(order))
-    return lead.outcome, [], lead
+    # an abstaining pool is kept for packet's weak leads; context renders nothing on a miss
+    weak = [p for p in parts if p.outcome.reason == "abstain"] if lead.outcome.reason == "abstain" else []
+    return lead.outcome, [c for c in _ranked(weak) if set(c.tiers) & WORD_TIERS], lead
+
+
+def _ranked(parts: list[Gathered]) -> list[Candidate]:
+    return sorted((c for p in parts for c in p.candidates), key=lambda c: (-c.score, c.root, c.chunk.id))
 
 
 def head_line(outcome: Know | Miss) -> str:
@@ -307,6 +320,11 @@ def _chunk_out(p: assemble.Placed) -> ChunkOut:
                     symbol=c.chunk.symbol, score=round(c.score, 4), tiers=c.tiers,
                     content_sha256=c.chunk.sha256, tokens=c.chunk.tokens, text=p.text, delivered=p.stub,
                     excerpt=p.excerpt)
+
+
+def _packet_confidence(outcome: Know | Miss) -> float:
+    """The confidence of the best item: the answer's, or a fixed low one for the leads of a miss."""
+    return outcome.confidence if isinstance(outcome, Know) else WEAK_LEAD_CONFIDENCE
 
 
 def _why(c: Candidate, state: Fresh) -> str:

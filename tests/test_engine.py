@@ -38,6 +38,15 @@ def test_a_nonsense_query_is_a_miss_with_a_marker_only_window(engine):
     assert r.chunks == [] and "no_match" in r.window
 
 
+def test_a_weak_packet_miss_still_points_at_leads_marked_weak(engine):
+    # a question that shares one word with the code: too little evidence to claim an answer
+    r = engine.packet("how do we rate limit the lunch menu printer flux capacitor discount")
+    assert r.know is None and r.miss.reason == "abstain"
+    assert r.items, "an abstaining packet keeps its leads"
+    assert all(i.action == "reread" and i.confidence <= 0.2 for i in r.items), r.items
+    assert engine.packet("zqxv wplk frrbz").items == []  # nothing matched: nothing to point at
+
+
 def test_bad_arguments_are_clear_errors_and_the_next_call_works(engine):
     for kwargs, word in [({"query": ""}, "query"), ({"query": "   "}, "query"), ({"query": 7}, "query"),
                          ({"query": "x", "budget_tokens": 10}, "budget_tokens"),
