@@ -69,6 +69,15 @@ def test_a_header_brings_its_source_file_along():
     assert order[:2] == ["include/parse.h", "other.c"] and order.index("src/parse.c") < order.index("third.c")
 
 
+def test_a_go_file_beside_a_strong_file_of_its_package_climbs_but_other_languages_do_not():
+    def order(ext):
+        pool = [candidate(f"pkg/a.{ext}", 1.0), candidate(f"other/b.{ext}", 0.6), candidate(f"pkg/c.{ext}", 0.5)]
+        return list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2)))
+    assert order("go") == ["pkg/a.go", "pkg/c.go", "other/b.go"]
+    assert order("rs") == ["pkg/a.rs", "pkg/c.rs", "other/b.rs"]
+    assert order("java") == ["pkg/a.java", "other/b.java", "pkg/c.java"]
+
+
 def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions():
     from mcp_retrieval.retrieve import PathResolver
 

@@ -34,7 +34,8 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
-EXTRA_MODES = ("nodecomp", "nohistory")  # rerank without decompose; full without the history tier
+# rerank without decompose; full without the history tier; full without the dense tier
+EXTRA_MODES = ("nodecomp", "nohistory", "nodense")
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -50,6 +51,8 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
         return {**weights, "history": 0.0}, False, True
     if mode == "nohistory":
         return {**weights, "history": 0.0}, True, True
+    if mode == "nodense":
+        return {**weights, "dense": 0.0}, True, True
     return weights, True, True  # full
 
 
