@@ -197,6 +197,10 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
+    # every candidate's full header costed in one tokenizer call (one call per header cost more
+    # than the rest of assembly together)
+    headers = [_piece(Placed(c, stub=c.chunk.sha256 in delivered), False, show_root) for c in pool]
+    header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     chosen: list[Placed] = []
     full = 0
@@ -205,7 +209,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
             continue
-        placed, cost = _place(best, remaining, delivered, query_terms, show_root)
+        placed, cost = _place(best, header_cost[id(best)], remaining, delivered, query_terms, show_root)
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -220,21 +224,26 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     return chosen
 
 
-def _place(c: Candidate, remaining: int, delivered, query_terms, show_root: bool) -> tuple[Placed | None, int]:
+@functools.lru_cache(maxsize=4096)
+def _neutral_text(text: str) -> str:
+    return neutralize(text)  # the same chunks recur across calls; the scan is the costly part
+
+
+def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_terms,
+           show_root: bool) -> tuple[Placed | None, int]:
     """The candidate as it would be placed (stub, whole, or excerpt) and its cost with a full header
-    and the joining newline; (None, 0) when it cannot fit."""
+    (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0) when it
+    cannot fit."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
-        cost = budget_tokens(_piece(p, False, show_root)) + 1
-        return (p, cost) if cost <= remaining else (None, 0)
-    p = Placed(c, stub=False, text=neutralize(c.chunk.text))
-    header_cost = budget_tokens(header_line(p, False, show_root) + "\n")
+        return (p, header_cost) if header_cost <= remaining else (None, 0)
+    p = Placed(c, stub=False, text=_neutral_text(c.chunk.text))
     if p.text == c.chunk.text:  # the count made at index time (the same measure; never below bytes/4)
         body_cost = max(c.chunk.tokens, byte_floor(p.text))
     else:
         body_cost = budget_tokens(p.text)
-    if header_cost + body_cost + 1 <= remaining:
-        return p, header_cost + body_cost + 1
+    if header_cost + body_cost <= remaining:
+        return p, header_cost + body_cost
     p.excerpt = True
     room = remaining - budget_tokens(header_line(p, False, show_root) + "\n") - 1
     if room < MIN_EXCERPT_TOKENS or not query_terms:

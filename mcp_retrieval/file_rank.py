@@ -94,7 +94,9 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     seen_grams: list[frozenset[int]] = []
     for c in candidates:
         g = shingles(c.chunk.text)
-        if any(jaccard(g, h) >= near_duplicate for h in seen_grams):
+        # sets whose sizes differ by more than the threshold's ratio cannot reach it: skip them
+        if any(near_duplicate * len(h) <= len(g) and near_duplicate * len(g) <= len(h)
+               and jaccard(g, h) >= near_duplicate for h in seen_grams):
             continue
         kept.append(c)
         seen_grams.append(g)
