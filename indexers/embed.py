@@ -103,6 +103,9 @@ def _model_folder(cache_dir: Path, max_tokens: int = MAX_TOKENS) -> Path:
     return folder
 
 
+RECENT_QUESTIONS = 16
+
+
 class MiniLMEmbedder:
     """The default embedder. Thread-safe.
 
@@ -140,13 +143,19 @@ class MiniLMEmbedder:
         self._batch_size = batch_size
         self._query_lock = threading.Lock()
         self._bulk_lock = threading.Lock()
+        self._recent: dict[tuple[str, ...], np.ndarray] = {}  # question texts -> vectors, oldest first
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, DIM), dtype=np.float32)
         if len(texts) <= self.QUERY_TEXTS:
-            with self._query_lock:
-                return self._run(self._query_model, texts)
+            key = tuple(texts)
+            with self._query_lock:  # several roots embed one question: the second reads the first's vectors
+                if (hit := self._recent.get(key)) is None:
+                    hit = self._recent[key] = self._run(self._query_model, texts)
+                    while len(self._recent) > RECENT_QUESTIONS:
+                        self._recent.pop(next(iter(self._recent)))
+                return hit.copy()
         with self._bulk_lock:
             if self._bulk_model is None:
                 self._bulk_model = self._load()

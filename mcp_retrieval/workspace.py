@@ -359,7 +359,11 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
         return Engine(config, embedder=embedder, name=root_spec.name)
 
-    engines = [engine_for(r, spec.settings) for r in spec.roots]
+    engines: list[Engine] = []
+    for root_spec in spec.roots:
+        engines.append(engine_for(root_spec, spec.settings))
+        if embedder == "auto":
+            embedder = engines[0].embedder  # one model in memory for every root, added later ones too
     workspace: Workspace | None = None
 
     def reload() -> dict[str, Engine | None]:

@@ -69,3 +69,21 @@ def test_a_root_added_to_the_configuration_is_indexed_alone_on_reindex(workspace
         assert {name: e.status().last_updated for name, e in ws.engines.items() if name != "third"} == before
     finally:
         ws.close()
+
+
+def test_roots_share_one_embedding_model_and_a_question_is_embedded_once(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    lib = make_client_lib(tmp_path / "client-lib")
+    spec = resolve_workspace([f"shop={workspace}", str(lib)], cwd=tmp_path)
+    ws = open_workspace(spec, persist_sessions=False)  # the real model, loaded as `serve` loads it
+    try:
+        first, second = ws.engines.values()
+        assert first.embedder is not None and first.embedder is second.embedder
+        ws.reindex()
+        runs = []
+        real_run = first.embedder._run
+        monkeypatch.setattr(first.embedder, "_run", lambda model, texts: runs.append(texts) or real_run(model, texts))
+        ws.packet("where is the retry backoff between attempts")
+        assert len(runs) == 1, runs  # both roots searched by vector, the question embedded once
+    finally:
+        ws.close()
