@@ -10,6 +10,7 @@ contains, call, import, inherit, reference. Built lazily and rebuilt when the in
 from __future__ import annotations
 
 import difflib
+import functools
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import module_name, module_suffixes
 
 MAX_AMBIGUITY = 3
+_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 RELATIONS = {
     "defines": (("contains",), "out"),
     "references": (("call", "reference", "inherit", "import"), "in"),
@@ -40,8 +42,12 @@ class Node:
 
 
 class CodeGraph:
-    def __init__(self, nodes: list[Node], edges: list[tuple[int, int, str]]):
+    def __init__(self, nodes: list[Node], edges: list[tuple[int, int, str]],
+                 external: list[tuple[int, str]] | None = None):
         self.nodes = nodes
+        # absolute imports this root does not define (`requests.sessions:Session`, `my-lib/util`):
+        # (importing file's node, import spec); another root of the workspace may provide them
+        self.external = external or []
         self.index = {n.id: i for i, n in enumerate(nodes)}
         self.out: dict[int, list[tuple[int, str]]] = defaultdict(list)
         self.inc: dict[int, list[tuple[int, str]]] = defaultdict(list)
@@ -61,6 +67,7 @@ class CodeGraph:
             "SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols ORDER BY path, start_line")]
         resolver = _Resolver(nodes)
         edges: set[tuple[int, int, str]] = set()
+        external: list[tuple[int, str]] = []
         types: dict[str, str] = {}  # one string object per edge type, not one per row
         for imports in (True, False):  # imports first: they feed the alias maps
             for path, source, target, typ in store.iter_edges(imports):
@@ -68,10 +75,44 @@ class CodeGraph:
                 if s is None:
                     continue
                 typ = types.setdefault(typ, typ)
-                for t in resolver.resolve(path, source, target, typ):
+                targets = resolver.resolve(path, source, target, typ)
+                for t in targets:
                     if t != s:
                         edges.add((s, t, typ))
-        return cls(nodes, sorted(edges))
+                if imports and not targets and not target.startswith((".", "/")):
+                    external.append((s, target))
+        return cls(nodes, sorted(edges), sorted(set(external)))
+
+    def provides(self, spec: str, package: str | None = None, entry: str | None = None) -> int | None:
+        """The file of this root another root's import spec names, if any: a Python module
+        (`pkg.mod`, also under `src/` or `lib/`), or for JS/TS a path inside the npm package
+        `package` (`my-lib` is its `entry` or index file, `my-lib/util` its `util.ts`, ...)."""
+        files = self._files
+        module, _, name = spec.partition("=")[0].partition(":")
+        if package and (module == package or module.startswith(package + "/")):
+            rest = module[len(package):].strip("/")
+            stems = [rest, f"src/{rest}", f"lib/{rest}"] if rest else [entry or "", "index", "src/index", "lib/index"]
+            for stem in stems:
+                for path in (stem, *(stem + ext for ext in _JS_EXTS), *(f"{stem}/index{ext}" for ext in _JS_EXTS)):
+                    if path.strip("/") in files:
+                        return files[path.strip("/")]
+            return None
+        if "/" in module or not module:
+            return None
+        modules = self._python_modules
+        for dotted in ([f"{module}.{name}", module] if name else [module]):
+            for prefix in ("", "src.", "lib."):
+                if (hit := modules.get(prefix + dotted)) is not None:
+                    return hit
+        return None
+
+    @functools.cached_property
+    def _files(self) -> dict[str, int]:
+        return {n.path: i for i, n in enumerate(self.nodes) if n.kind == "file"}
+
+    @functools.cached_property
+    def _python_modules(self) -> dict[str, int]:
+        return {module_name(n.path): i for i, n in enumerate(self.nodes) if n.kind == "file" and n.path.endswith(".py")}
 
     # --- lookup -------------------------------------------------------------------------
     def find(self, ref: str) -> list[int]:

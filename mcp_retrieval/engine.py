@@ -308,19 +308,27 @@ class Engine:
         kinds = ("function", "class", "method", "module", "file")
         if kind is not None and kind not in kinds:
             raise BadRequest(f"kind must be one of {', '.join(kinds)} or omitted; got {kind!r}")
-        graph = self.graph()
-        ref = _relative_ref(node.strip(), self.config.root)
-        starts = graph.find(ref) if graph is not None and ref is not None else []
+        graph, starts = self.graph_starts(node, relation)
         if not starts:
+            ref = _relative_ref(node.strip(), self.config.root)
             return GraphResult(miss=Miss(reason="not_found", escalate_to="grep",
                                          detail=f"no symbol or file named {node[:200]!r} in the index",
                                          suggestions=graph.suggest(ref or node) if graph is not None else []))
-        if relation == "imports" or relation == "imported_by":  # a symbol's imports are its file's
-            starts = list(dict.fromkeys(graph.index.get(graph.nodes[s].path, s) for s in starts))
         found, edges, truncated = graph.traverse(starts, relation, depth, limit, "file" if kind == "module" else kind)
-        return GraphResult(nodes=[_node_out(graph, i, self.name) for i in [*starts, *found]],
-                           edges=[GraphEdge(source=graph.nodes[s].id, target=graph.nodes[t].id, type=typ)
+        return GraphResult(nodes=[node_out(graph, i, self.name) for i in [*starts, *found]],
+                           edges=[GraphEdge(source=graph.nodes[s].id, target=graph.nodes[t].id, type=typ,
+                                            source_root=self.name, target_root=self.name)
                                   for s, t, typ in edges], truncated=truncated)
+
+    def graph_starts(self, node: str, relation: str) -> tuple[CodeGraph | None, list[int]]:
+        """The graph and the nodes a reference names (for `imports`/`imported_by`, their files:
+        a symbol's imports are its file's)."""
+        graph = self.graph()
+        ref = _relative_ref(node.strip(), self.config.root)
+        starts = graph.find(ref) if graph is not None and ref is not None else []
+        if starts and relation in ("imports", "imported_by"):
+            starts = list(dict.fromkeys(graph.index.get(graph.nodes[s].path, s) for s in starts))
+        return graph, starts
 
     # --- helpers ----------------------------------------------------------------------------------
     def check_scope(self, active_files, path_prefix, sub_queries):
@@ -370,7 +378,7 @@ def _relative_ref(ref: str, root: Path) -> str | None:
     return ref
 
 
-def _node_out(graph: CodeGraph, i: int, root: str) -> GraphNode:
+def node_out(graph: CodeGraph, i: int, root: str) -> GraphNode:
     n = graph.nodes[i]
     return GraphNode(id=n.id, kind=n.kind, name=n.qualname if n.kind != "file" else n.path, root=root, path=n.path,
                      start_line=n.start_line, end_line=n.end_line)

@@ -149,6 +149,8 @@ class GraphEdge(BaseModel):
     source: str
     target: str
     type: str
+    source_root: str  # the roots of the two nodes: ids are unique within a root, and an import
+    target_root: str  # can cross from one root into another
 
 
 class GraphResult(BaseModel):

@@ -18,10 +18,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp_retrieval import assemble, file_rank
+from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
-from mcp_retrieval.engine import TASKS, Engine, Gathered
+from mcp_retrieval.engine import TASKS, Engine, Gathered, node_out
 from mcp_retrieval.freshness import Fresh
-from mcp_retrieval.models import (ChunkOut, ContextResult, GraphResult, IndexStatus, Know, Miss, PacketItem,
+from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
                                   PacketResult, ReindexResult, RootStatus)
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.sampling import HostOutcome
@@ -51,6 +52,7 @@ class Workspace:
         self._reload = reload
         self.store_state: str | None = None  # a replica's view of its object store (see `replica`)
         self._pool: ThreadPoolExecutor | None = None
+        self._cross = CrossRoots()
         self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
 
     @classmethod
@@ -154,8 +156,8 @@ class Workspace:
 
     def query_graph(self, node: str, relation: str = "neighbors", depth: int = 1, limit: int = 50,
                     kind: str | None = None, roots: list[str] | None = None) -> GraphResult:
-        results = [e.query_graph(node, relation=relation, depth=depth, limit=limit, kind=kind)
-                   for e in self.pick(roots)]
+        engines = self.pick(roots)
+        results = [e.query_graph(node, relation=relation, depth=depth, limit=limit, kind=kind) for e in engines]
         found = [r for r in results if not r.miss]
         if not found:
             miss = results[0].miss
@@ -165,8 +167,34 @@ class Workspace:
         for r in found:
             merged.nodes.extend(r.nodes)
             merged.edges.extend(r.edges)
+        if len(engines) > 1 and kind in (None, "file", "module"):
+            self._cross_hop(merged, engines, node, relation)
         merged.nodes = merged.nodes[:limit] if len(merged.nodes) > limit else merged.nodes
         return merged
+
+    def _cross_hop(self, merged: GraphResult, engines: list[Engine], node: str, relation: str) -> None:
+        """Import edges into or out of the node asked about that cross to another root (one hop)."""
+        outward = relation in ("imports", "neighbors")
+        inward = relation in ("imported_by", "references", "neighbors")
+        if not (outward or inward):
+            return
+        by_name = {e.name: e for e in engines}
+        starts = {e.name: set(e.graph_starts(node, "imports")[1]) for e in engines}  # crossings are file to file
+        seen = {(n.root, n.id) for n in merged.nodes}
+        for edge in self._cross.edges(engines):
+            if outward and edge.source in starts[edge.source_root]:
+                far_root, far = edge.target_root, edge.target
+            elif inward and edge.target in starts[edge.target_root]:
+                far_root, far = edge.source_root, edge.source
+            else:
+                continue
+            src_graph, dst_graph = by_name[edge.source_root].graph(), by_name[edge.target_root].graph()
+            merged.edges.append(GraphEdge(source=src_graph.nodes[edge.source].id, target=dst_graph.nodes[edge.target].id,
+                                          type="import", source_root=edge.source_root, target_root=edge.target_root))
+            far_graph = by_name[far_root].graph()
+            if (far_root, far_graph.nodes[far].id) not in seen:
+                seen.add((far_root, far_graph.nodes[far].id))
+                merged.nodes.append(node_out(far_graph, far, far_root))
 
     def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
                 path_prefix: str | None = None, active_files: list[str] | None = None,

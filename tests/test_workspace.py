@@ -87,3 +87,42 @@ def test_roots_share_one_embedding_model_and_a_question_is_embedded_once(workspa
         assert len(runs) == 1, runs  # both roots searched by vector, the question embedded once
     finally:
         ws.close()
+
+
+def test_the_graph_crosses_into_another_root_where_code_imports_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    lib = tmp_path / "retrylib"
+    (lib / "src" / "retrylib").mkdir(parents=True)
+    (lib / "src" / "retrylib" / "__init__.py").write_text("from .policy import Backoff\n")
+    (lib / "src" / "retrylib" / "policy.py").write_text("class Backoff:\n    def delay(self, n):\n        return 2 ** n\n")
+    svc = tmp_path / "service"
+    (svc / "app").mkdir(parents=True)
+    (svc / "app" / "worker.py").write_text(
+        "from retrylib.policy import Backoff\nimport os\n\n\ndef run():\n    return Backoff().delay(os.getpid())\n")
+    npm = tmp_path / "web-client"
+    (npm / "src").mkdir(parents=True)
+    (npm / "package.json").write_text('{"name": "@acme/web-client", "main": "./dist/index.js"}')
+    (npm / "src" / "index.ts").write_text("export function fetchCart(id: string) { return id; }\n")
+    (npm / "src" / "retry.ts").write_text("export function withRetry(f: () => void) { f(); }\n")
+    ui = tmp_path / "ui"
+    ui.mkdir()
+    (ui / "cart.ts").write_text('import { fetchCart } from "@acme/web-client";\n'
+                                'import { withRetry } from "@acme/web-client/retry";\n'
+                                'export const load = () => withRetry(() => fetchCart("1"));\n')
+    spec = resolve_workspace([str(lib), str(svc), str(npm), str(ui)], cwd=tmp_path)
+    ws = open_workspace(spec, embedder=None, persist_sessions=False)
+    try:
+        ws.reindex()
+        r = ws.query_graph("app/worker.py", relation="imports")
+        crossing = [e for e in r.edges if e.source_root != e.target_root]
+        assert [(e.source_root, e.source, e.target_root, e.target) for e in crossing] == \
+            [("service", "app/worker.py", "retrylib", "src/retrylib/policy.py")]
+        assert ("retrylib", "src/retrylib/policy.py") in {(n.root, n.path) for n in r.nodes}
+        back = ws.query_graph("src/retrylib/policy.py", relation="imported_by")
+        assert ("service", "app/worker.py") in {(n.root, n.path) for n in back.nodes}
+        js = ws.query_graph("cart.ts", relation="imports")
+        assert {(n.root, n.path) for n in js.nodes} >= {("web-client", "src/index.ts"), ("web-client", "src/retry.ts")}
+        alone = ws.query_graph("app/worker.py", relation="imports", roots=["service"])
+        assert all(e.target_root == "service" for e in alone.edges)  # `roots` keeps the graph inside
+    finally:
+        ws.close()
