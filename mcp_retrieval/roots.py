@@ -37,6 +37,7 @@ class WorkspaceSpec:
     roots: list[RootSpec]
     settings: dict[str, object] = field(default_factory=dict)
     config_file: Path | None = None
+    detected: bool = False  # no --root and no configuration file: the root around the cwd was taken
 
 
 def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
@@ -92,4 +93,4 @@ def resolve_workspace(flags: list[str] | None, cwd: Path | None = None) -> Works
     config = find_config(cwd)
     if config is not None:
         return read_config(config)
-    return WorkspaceSpec([RootSpec(detect_root(cwd).name or "root", detect_root(cwd))])
+    return WorkspaceSpec([RootSpec(detect_root(cwd).name or "root", detect_root(cwd))], detected=True)

@@ -99,10 +99,17 @@ def serve(spec, args) -> int:
             watcher.start()
             watchers.append(watcher)
 
+    def stop(engine) -> None:
+        for watcher in [w for w in watchers if w.root == engine.config.root]:
+            watcher.stop()
+            watchers.remove(watcher)
+
     for engine in workspace.engines.values():
         start(engine)
-    workspace.on_added = start
+    workspace.on_added, workspace.on_removed = start, stop
     server = build_server(workspace)
+    if spec.detected and args.transport == "stdio":  # see `client_roots`: one client, no roots given
+        server.follow_client_roots(workspace)
     try:
         _run(server, args, token)
     except KeyboardInterrupt:

@@ -16,12 +16,13 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resolve import Resolve, Sample
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.message import ServerMessageMetadata
-from mcp_types import (CallToolResult, CreateMessageRequest, CreateMessageResult, ModelPreferences, SamplingMessage,
-                       TextContent)
+from mcp_types import (CallToolResult, CreateMessageRequest, CreateMessageResult, ModelPreferences, NotificationParams,
+                       SamplingMessage, TextContent)
 from mcp_types.version import is_version_at_least
 from pydantic import Field, ValidationError
 
 from mcp_retrieval import prompts
+from mcp_retrieval.client_roots import ClientRoots
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.classify import classify
@@ -60,9 +61,23 @@ def one_line_error(exc: BaseException) -> str:
 
 
 class RetrievalServer(MCPServer):
-    """MCPServer whose tool errors leave as one neutralised line (argument errors included)."""
+    """MCPServer whose tool errors leave as one neutralised line (argument errors included), and
+    which reads the client's roots before a call when it follows them (`client_roots`)."""
+
+    client_roots: ClientRoots | None = None
+
+    def follow_client_roots(self, workspace: Workspace) -> None:
+        self.client_roots = ClientRoots(workspace)
+
+        async def on_list_changed(ctx, params) -> None:
+            self.client_roots.changed()
+
+        self._lowlevel_server.add_notification_handler("notifications/roots/list_changed", NotificationParams,
+                                                       on_list_changed)
 
     async def call_tool(self, name, arguments, context=None):
+        if self.client_roots is not None:
+            await self.client_roots.sync(context)
         try:
             return await super().call_tool(name, arguments, context)
         except UnexpectedToolError:
@@ -191,9 +206,10 @@ def render_json(r, window: str = "") -> str:
 
 
 def render_packet(r: PacketResult, window: str = "") -> str:
-    if r.miss:
-        return f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else "")
-    lines = [f"know (confidence {r.know.confidence:.2f})"]
+    if r.miss:  # an abstaining packet still lists its weak leads below the miss line
+        lines = [f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else "")]
+    else:
+        lines = [f"know (confidence {r.know.confidence:.2f})"]
     for i in r.items:
         lines.append(f"{i.action:7} {i.path}:{i.start_line}-{i.end_line} {i.symbol or ''} "
                      f"score={i.score:.3f} fresh={str(i.fresh).lower()} — {i.why}")

@@ -54,6 +54,8 @@ class Workspace:
         self._pool: ThreadPoolExecutor | None = None
         self._cross = CrossRoots()
         self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
+        self.on_removed: Callable[[Engine], None] | None = None  # stop its watcher
+        self.open_root: Callable[[object], Engine] | None = None  # a RootSpec -> its Engine (see `adopt`)
 
     @classmethod
     def single(cls, engine: Engine) -> "Workspace":
@@ -69,7 +71,20 @@ class Workspace:
         the last). Returns the names added."""
         if self._reload is None:
             return []
-        wanted = self._reload()
+        return self._apply(self._reload())
+
+    def adopt(self, folders: list[Path]) -> list[str]:
+        """Make these folders the workspace's roots (an MCP client's roots): open the new ones, close
+        the others (never the last). Returns the names added."""
+        if self.open_root is None:
+            return []
+        from mcp_retrieval.roots import unique_names
+
+        open_paths = {e.name: e.config.root for e in self.engines.values()}
+        return self._apply({r.name: None if open_paths.get(r.name) == r.path else self.open_root(r)
+                            for r in unique_names([(None, f) for f in folders])})
+
+    def _apply(self, wanted: dict[str, Engine | None]) -> list[str]:
         added = []
         for name, engine in wanted.items():
             if name in self.engines and engine is not None:  # same name, another folder: keep the open one
@@ -81,7 +96,10 @@ class Workspace:
                     self.on_added(engine)
         for name in [n for n in self.engines if n not in wanted]:
             if len(self.engines) > 1:
-                self.engines.pop(name).close()
+                engine = self.engines.pop(name)
+                if self.on_removed is not None:
+                    self.on_removed(engine)
+                engine.close()
         return added
 
     def pick(self, roots: list[str] | None) -> list[Engine]:
@@ -404,4 +422,5 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
                 for r in current.roots}
 
     workspace = Workspace(engines, reload if spec.config_file is not None else None)
+    workspace.open_root = lambda root_spec: engine_for(root_spec, spec.settings)
     return workspace

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import anyio
+import pytest
 from mcp import Client
 
 from mcp_retrieval.indexers.embed import HashEmbedder
@@ -126,3 +127,43 @@ def test_the_graph_crosses_into_another_root_where_code_imports_it(tmp_path, mon
         assert all(e.target_root == "service" for e in alone.edges)  # `roots` keeps the graph inside
     finally:
         ws.close()
+
+
+@pytest.mark.timeout(300)
+def test_started_without_roots_the_server_follows_the_clients_roots_over_stdio(workspace, tmp_path):
+    import os
+    import sys
+
+    from mcp.client.stdio import StdioServerParameters
+    from mcp_types import ListRootsResult, Root
+
+    lib = make_client_lib(tmp_path / "client-lib")
+    elsewhere = tmp_path / "empty-cwd"
+    elsewhere.mkdir()
+    offered = [workspace]
+
+    async def list_roots(context):
+        return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name) for p in offered])
+
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none"}
+    params = StdioServerParameters(command=sys.executable, env=env, cwd=str(elsewhere),
+                                   args=["-m", "mcp_retrieval", "serve", "--no-watch"])
+
+    async def go():
+        async with Client(params, list_roots_callback=list_roots, mode="legacy") as client:
+            r = await client.call_tool("reindex", {})
+            assert [x["name"] for x in r.structured_content["index"]["roots"] or []] in ([], [workspace.name])
+            r = await client.call_tool("packet", {"query": "apply_discount"})
+            assert r.structured_content["items"][0]["root"] == workspace.name
+            offered.append(lib)
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                await client.send_roots_list_changed()
+            r = await client.call_tool("reindex", {"roots": ["client-lib"]})
+            r = await client.call_tool("packet", {"query": "send_with_backoff RetryingClient"})
+            top = r.structured_content["items"][0]
+            assert (top["root"], top["path"]) == ("client-lib", "client/http_client.py")
+
+    anyio.run(go)
