@@ -364,7 +364,8 @@ def _chunk_out(p: assemble.Placed) -> ChunkOut:
     c = p.candidate
     return ChunkOut(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
                     symbol=c.chunk.symbol, score=round(c.score, 4), tiers=c.tiers,
-                    content_sha256=c.chunk.sha256, tokens=c.chunk.tokens, text=p.text, delivered=p.stub,
+                    content_sha256=c.chunk.sha256,
+                    tokens=assemble.budget_tokens(p.text) if p.excerpt else c.chunk.tokens, text=p.text, delivered=p.stub,
                     excerpt=p.excerpt)
 
 

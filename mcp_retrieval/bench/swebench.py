@@ -34,8 +34,8 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
-# rerank without decompose; full without the history tier; full without the dense tier
-EXTRA_MODES = ("nodecomp", "nohistory", "nodense")
+# rerank without decompose; full without the history tier; full without the dense tier;
+EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "noprior")  # noprior: full, graph adds but never reorders
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -151,6 +151,7 @@ def main(argv: list[str]) -> int:
                 engine.config.graph_in_packet = graph
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
+                engine.config.graph_prior = mode != "noprior"
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, gold)
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
