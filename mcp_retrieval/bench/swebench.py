@@ -35,7 +35,8 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
 # rerank without decompose; full without the history tier; full without the dense tier;
-EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "noprior")  # noprior: full, graph adds but never reorders
+# noprior: full, graph adds but never reorders; graphpacket: full with the graph stage in packet too
+EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "noprior", "graphpacket")
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -130,7 +131,8 @@ def main(argv: list[str]) -> int:
         repo = row["repo"]
         engine, file_bm25, moved, index_s = open_instance(
             row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None)
-        base_weights = dict(Config.resolve(engine.config.root).tier_weights)
+        defaults = Config.resolve(engine.config.root)
+        base_weights, base_graph_in_packet = dict(defaults.tier_weights), defaults.graph_in_packet
         gold = gold_files(row)
         if not gold:
             print(f"{row['instance_id']}: no gold file exists at the base commit; skipped", file=sys.stderr)
@@ -148,7 +150,8 @@ def main(argv: list[str]) -> int:
                     continue
                 weights, graph, zscore = mode_settings(mode, base_weights)
                 engine.config.tier_weights, engine.config.graph = weights, graph
-                engine.config.graph_in_packet = graph
+                # packet's graph stage as served (off by default), or forced on by `graphpacket`
+                engine.config.graph_in_packet = graph and (mode == "graphpacket" or base_graph_in_packet)
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
                 engine.config.graph_prior = mode != "noprior"
