@@ -18,6 +18,8 @@ Pure: the store is read only through the `partner_chunk` callback.
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
@@ -48,6 +50,25 @@ def file_scores(candidates: Sequence[Candidate]) -> dict[FileKey, float]:
         top = sorted(scores, reverse=True)[:3] + [0.0, 0.0]
         out[path] = top[0] + SECOND_HIT_SHARE * top[1] + THIRD_HIT_SHARE * top[2]
     return out
+
+
+def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:
+    """Candidates in order, without any whose shingles reach `threshold` Jaccard similarity with
+    one kept before. Sets whose sizes differ by more than the threshold's ratio cannot reach it, so
+    only kept sets of a compatible size are compared (found by bisecting a size-sorted list)."""
+    kept: list[Candidate] = []
+    by_size: list[tuple[int, int]] = []  # (shingle count, index into grams), sorted
+    grams: list[frozenset[int]] = []
+    for c in candidates:
+        g = shingles(c.chunk.text)
+        lo = bisect.bisect_left(by_size, (math.ceil(threshold * len(g)), -1))
+        hi = bisect.bisect_right(by_size, (math.floor(len(g) / threshold) if threshold else len(g), len(grams)))
+        if any(jaccard(g, grams[i]) >= threshold for _, i in by_size[lo:hi]):
+            continue
+        kept.append(c)
+        bisect.insort(by_size, (len(g), len(grams)))
+        grams.append(g)
+    return kept
 
 
 def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
@@ -90,16 +111,7 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped."""
-    kept: list[Candidate] = []
-    seen_grams: list[frozenset[int]] = []
-    for c in candidates:
-        g = shingles(c.chunk.text)
-        # sets whose sizes differ by more than the threshold's ratio cannot reach it: skip them
-        if any(near_duplicate * len(h) <= len(g) and near_duplicate * len(g) <= len(h)
-               and jaccard(g, h) >= near_duplicate for h in seen_grams):
-            continue
-        kept.append(c)
-        seen_grams.append(g)
+    kept = drop_near_duplicates(candidates, near_duplicate)
     scores = _lift_siblings(file_scores(kept))
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
