@@ -53,7 +53,9 @@ class Config:
     history_git_dir: Path | None = None
     history_rev: str = "HEAD"
     graph: bool = True  # graph fusion in `context`: links related definitions into the window
-    graph_prior: bool = True  # graph-linked chunks already in the pool gain the graph tier's share (reorder)
+    # graph-linked chunks already in the pool gain the graph tier's share (seed 001's reordering
+    # prior): off, it lost top-1 on the Python split (docs/BENCHMARKS.md 9b)
+    graph_prior: bool = False
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency
     rerank: str = "auto"  # auto | zscore | cross-encoder | none
     # assembly

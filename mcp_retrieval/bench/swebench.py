@@ -35,8 +35,8 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
 # rerank without decompose; full without the history tier; full without the dense tier;
-# noprior: full, graph adds but never reorders; graphpacket: full with the graph stage in packet too
-EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "noprior", "graphpacket")
+# prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet
+EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "prior", "graphpacket")
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -151,10 +151,10 @@ def main(argv: list[str]) -> int:
                 weights, graph, zscore = mode_settings(mode, base_weights)
                 engine.config.tier_weights, engine.config.graph = weights, graph
                 # packet's graph stage as served (off by default), or forced on by `graphpacket`
-                engine.config.graph_in_packet = graph and (mode == "graphpacket" or base_graph_in_packet)
+                engine.config.graph_in_packet = graph and (mode in ("graphpacket", "prior") or base_graph_in_packet)
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
-                engine.config.graph_prior = mode != "noprior"
+                engine.config.graph_prior = mode == "prior"
                 files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, gold)
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
