@@ -83,6 +83,18 @@ class RerankWeights:
     symbol_factor: float = 1.1
 
 
+_DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
+
+
+def _marked_deprecated(sha256: str, text: str) -> bool:
+    found = _DEPRECATED_SEEN.get(sha256)
+    if found is None:
+        if len(_DEPRECATED_SEEN) >= 50_000:
+            _DEPRECATED_SEEN.clear()
+        found = _DEPRECATED_SEEN[sha256] = bool(_DEPRECATED.search(text[:2000]))
+    return found
+
+
 def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
     factor, why = 1.0, []
     if c.chunk.path in s.anchored_files:
@@ -101,7 +113,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
-    if not s.about_deprecation and _DEPRECATED.search(c.chunk.text[:2000]):
+    if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
         factor *= w.deprecated_factor
         why.append("marked deprecated: ranked after its replacement")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
