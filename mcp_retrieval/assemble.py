@@ -26,9 +26,10 @@ from mcp_retrieval.retrieve import Candidate
 
 SHINGLE = 3
 EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
-MIN_EXCERPT_TOKENS = 60
+MIN_EXCERPT_TOKENS = 60  # below this an excerpt says too little to be worth its header
 MAX_EXCERPT_HITS = 40
-MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking  # below this an excerpt says too little to be worth its header
+MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking
+SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a header and an excerpt)
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -38,6 +39,27 @@ class Placed:
     stub: bool  # True: delivered earlier in this session, sent as a pointer
     text: str | None = None  # what the window shows of the chunk (neutralised); None for a stub
     excerpt: bool = False  # True: signature + matching lines only, the rest elided
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a window is laid out (seed 002's caller classes and seat floor).
+
+    `seat_floor`: while fewer files than this are in the window, a chunk may use only what leaves
+    SEAT_TOKENS for each further file (bigger ones come as excerpts), so a tight budget shows
+    several files instead of one long function. `max_share`: no chunk takes more than this share of
+    the budget in full. `compact`: headers carry path and lines only (no symbol, a short excerpt
+    note) — for small local models that pay for every token of markup."""
+    seat_floor: int = 0
+    max_share: float = 1.0
+    compact: bool = False
+    show_root: bool = False  # a workspace of several roots: headers name the root too
+
+
+FRONTIER = Layout()
+COMPACT = Layout(max_share=0.5, compact=True)
+COMPACT_MAX_CHUNKS = 8
+RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
 
 
 @dataclass
@@ -68,23 +90,23 @@ def _attr(value: object) -> str:
     return html.escape(neutralize(str(value)), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
-def header_line(p: Placed, same_file: bool = False, show_root: bool = False) -> str:
+def header_line(p: Placed, same_file: bool = False, layout: Layout = FRONTIER) -> str:
     """`<mcp-retrieval:chunk path=… lines=… symbol=…/>` (`root=…` first in a workspace of several
     roots); root and path are left out when the previous piece was from the same file (contract:
-    a header without `path` continues that file)."""
+    a header without `path` continues that file). Compact: no symbol, a one-word excerpt note."""
     c = p.candidate.chunk
-    attrs = {} if same_file else {"root": p.candidate.root, "path": c.path} if show_root else {"path": c.path}
+    attrs = {} if same_file else {"root": p.candidate.root, "path": c.path} if layout.show_root else {"path": c.path}
     attrs["lines"] = f"{c.start_line}-{c.end_line}"
-    if c.symbol:
+    if c.symbol and not layout.compact:
         attrs["symbol"] = c.symbol
     if p.excerpt:
-        attrs["excerpt"] = "signature and matching lines; the rest is elided"
+        attrs["excerpt"] = "elided" if layout.compact else "signature and matching lines; the rest is elided"
     tag = "stub" if p.stub else "chunk"
     return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{_attr(v)}"' for k, v in attrs.items()) + "/>"
 
 
-def _piece(p: Placed, same_file: bool, show_root: bool = False) -> str:
-    header = header_line(p, same_file, show_root)
+def _piece(p: Placed, same_file: bool, layout: Layout = FRONTIER) -> str:
+    header = header_line(p, same_file, layout)
     return header if p.stub else header + "\n" + (p.text or "")
 
 
@@ -102,7 +124,7 @@ def order_for_reading(placed: Sequence[Placed]) -> list[Placed]:
                                          p.candidate.chunk.start_line, p.candidate.chunk.id))
 
 
-def render_window(placed: Sequence[Placed], head: str = "", show_root: bool = False) -> str:
+def render_window(placed: Sequence[Placed], head: str = "", layout: Layout = FRONTIER) -> str:
     """The window: an optional head line, then one header per chunk (path once per run of one file)
     and its text; stubs are their header alone."""
     parts = [head] if head else []
@@ -110,7 +132,7 @@ def render_window(placed: Sequence[Placed], head: str = "", show_root: bool = Fa
         parts.append(STUB_NOTE)
     previous = None
     for p in placed:
-        parts.append(_piece(p, _file(p) == previous, show_root))
+        parts.append(_piece(p, _file(p) == previous, layout))
         previous = _file(p)
     return "\n".join(parts)
 
@@ -180,7 +202,7 @@ def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
 # --- assembly ------------------------------------------------------------------------------------
 def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
              lam: float = 0.7, near_duplicate: float = 0.9, head: str = "",
-             query_terms: frozenset[str] = frozenset(), show_root: bool = False) -> Window:
+             query_terms: frozenset[str] = frozenset(), layout: Layout = FRONTIER) -> Window:
     """Choose what goes into the window and render it; `Window.tokens` (the rendered text's
     count, head line included) never exceeds `budget`."""
     remaining = budget - budget_tokens(head) - 1
@@ -188,31 +210,37 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
         remaining -= budget_tokens(STUB_NOTE) + 1
     chosen: list[Placed] = []
     if candidates and remaining > 0:
-        chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, show_root)
-    return _fit(order_for_reading(chosen), budget, head, show_root)
+        chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
+                         max_piece=int(layout.max_share * budget))
+    return _fit(order_for_reading(chosen), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
-            show_root: bool) -> list[Placed]:
+            layout: Layout, max_piece: int) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
     # every candidate's full header costed in one tokenizer call (one call per header cost more
     # than the rest of assembly together)
-    headers = [_piece(Placed(c, stub=c.chunk.sha256 in delivered), False, show_root) for c in pool]
+    headers = [_piece(Placed(c, stub=c.chunk.sha256 in delivered), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     chosen: list[Placed] = []
+    seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
     while pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
         values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
             continue
-        placed, cost = _place(best, header_cost[id(best)], remaining, delivered, query_terms, show_root)
+        key = (best.root, best.chunk.path)
+        seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
+        limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
+        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout)
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
+        seated.add(key)
         remaining -= cost
         g = grams[id(best)]
         for c in pool:
@@ -230,10 +258,10 @@ def _neutral_text(text: str) -> str:
 
 
 def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_terms,
-           show_root: bool) -> tuple[Placed | None, int]:
+           layout: Layout) -> tuple[Placed | None, int]:
     """The candidate as it would be placed (stub, whole, or excerpt) and its cost with a full header
     (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0) when it
-    cannot fit."""
+    cannot fit in `remaining`."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
         return (p, header_cost) if header_cost <= remaining else (None, 0)
@@ -245,22 +273,22 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
     if header_cost + body_cost <= remaining:
         return p, header_cost + body_cost
     p.excerpt = True
-    room = remaining - budget_tokens(header_line(p, False, show_root) + "\n") - 1
+    room = remaining - budget_tokens(header_line(p, False, layout) + "\n") - 1
     if room < MIN_EXCERPT_TOKENS or not query_terms:
         return None, 0
     text = excerpt(p.text, query_terms, room, c.chunk.start_line)
     if text is None:
         return None, 0
     p.text = text
-    return p, budget_tokens(_piece(p, False, show_root)) + 1
+    return p, budget_tokens(_piece(p, False, layout)) + 1
 
 
-def _fit(placed: list[Placed], budget: int, head: str, show_root: bool = False) -> Window:
+def _fit(placed: list[Placed], budget: int, head: str, layout: Layout = FRONTIER) -> Window:
     """Render, count, and drop the weakest piece until the whole window fits (the greedy costs are
     an upper bound, so this rarely drops anything; it makes the ceiling exact, not estimated)."""
     placed = list(placed)
     while True:
-        text = render_window(placed, head, show_root)
+        text = render_window(placed, head, layout)
         tokens = budget_tokens(text)
         if tokens <= budget or not placed:
             return Window(placed, text, tokens)

@@ -237,11 +237,14 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         ignore_delivered: Annotated[bool, Field(description="full text even if delivered before", strict=True)] = False,
         debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
+        render: Annotated[str, Field(description="frontier (default) | compact: path-and-lines headers, at most "
+                                                 "8 chunks, none over half the budget (small local models)")] = "frontier",
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
         r = await _call(workspace.context, query, session_id=session_id, budget_tokens=budget_tokens,
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
                         sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug, roots=roots,
+                        render=render,
                         host=_host_outcome(workspace.sampling, query, host))
         return _result(r, render_context, r.window)
 

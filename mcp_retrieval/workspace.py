@@ -13,6 +13,7 @@ root's), so a chunk delivered from any root is a stub in every later call of tha
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -217,9 +218,12 @@ class Workspace:
     def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
                 path_prefix: str | None = None, active_files: list[str] | None = None,
                 sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
-                host: HostOutcome | None = None, roots: list[str] | None = None) -> ContextResult:
+                host: HostOutcome | None = None, roots: list[str] | None = None,
+                render: str = "frontier") -> ContextResult:
         """`host`: what the host-sampling stage produced (the server asks before calling this)."""
         query, notes = check_query(query)
+        if not isinstance(render, str) or render not in assemble.RENDERS:
+            raise BadRequest(f"render must be one of {', '.join(assemble.RENDERS)}; got {render!r}")
         budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
         max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
         session_id = check_session(session_id)
@@ -233,11 +237,14 @@ class Workspace:
             else:
                 delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
                 cap = min(max_chunks, lead.ranked.qclass.max_chunks)  # the question's class caps the window too
+                if render == "compact":
+                    cap = min(cap, assemble.COMPACT_MAX_CHUNKS)
                 config = lead.engine.config
+                layout = dataclasses.replace(assemble.RENDERS[render], show_root=self.multi, seat_floor=config.seat_floor)
                 window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
                                            lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
                                            head=head_line(outcome), query_terms=frozenset(terms(query)),
-                                           show_root=self.multi)
+                                           layout=layout)
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
         placed = window.placed

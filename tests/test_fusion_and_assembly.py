@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
-from mcp_retrieval.assemble import assemble, render_window
+from mcp_retrieval.assemble import COMPACT, Layout, assemble, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
 
@@ -45,10 +45,14 @@ texts = st.tuples(st.integers(0, 150), st.sampled_from(["x", "discount", "Q" * 3
                                                           "caf\u00e9 \u4e2d\u6587", "&lt;b&gt;"]))
 
 
+layouts = st.builds(Layout, seat_floor=st.integers(0, 5), max_share=st.floats(0.1, 1.0), compact=st.booleans(),
+                    show_root=st.booleans())
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(texts, st.floats(0.01, 1.0)), min_size=1, max_size=30),
-       st.integers(40, 9000), st.integers(1, 64), st.sets(st.integers(0, 29), max_size=10), st.booleans())
-def test_the_rendered_window_never_exceeds_the_budget(specs, budget, max_chunks, delivered_idx, with_terms):
+       st.integers(40, 9000), st.integers(1, 64), st.sets(st.integers(0, 29), max_size=10), st.booleans(), layouts)
+def test_the_rendered_window_never_exceeds_the_budget(specs, budget, max_chunks, delivered_idx, with_terms, layout):
     candidates = []
     for i, ((lines, word), score) in enumerate(specs):
         text = make_text(i, lines, word)
@@ -56,12 +60,12 @@ def test_the_rendered_window_never_exceeds_the_budget(specs, budget, max_chunks,
     delivered = {candidates[i].chunk.sha256 for i in delivered_idx if i < len(candidates)}
     head = "know (confidence 0.83)"
     window = assemble(candidates, budget=budget, max_chunks=max_chunks, delivered=delivered, head=head,
-                      query_terms=frozenset({"discount", "compute"}) if with_terms else frozenset())
+                      query_terms=frozenset({"discount", "compute"}) if with_terms else frozenset(), layout=layout)
     assert window.tokens == budget_tokens(window.text) <= budget
     assert window.text.startswith(head)
     assert sum(not p.stub for p in window.placed) <= max_chunks
     assert all(p.stub == (p.candidate.chunk.sha256 in delivered) for p in window.placed)
-    assert window.text == render_window(window.placed, head)
+    assert window.text == render_window(window.placed, head, layout)
 
 
 def test_a_chunk_bigger_than_the_budget_comes_as_its_signature_and_matching_lines():
@@ -92,3 +96,22 @@ def test_delivered_chunks_become_stubs_that_free_budget_for_the_next_candidates(
     assert any(not p.stub for p in second)  # freed budget refilled with new evidence
     window = render_window(second)
     assert window.count("<mcp-retrieval:stub ") == len(first)
+
+
+def test_a_seat_floor_shows_several_files_where_one_long_function_would_fill_the_budget():
+    long = make_text(1, 120, "discount")
+    pool = [make_candidate(1, budget_counts([long])[0], 1.0, long)]
+    pool += [make_candidate(i, 30, 0.9 - i / 100, f"def discount_{i}():\n    return {i}\n") for i in (2, 3, 4)]
+    files = lambda w: {p.candidate.chunk.path for p in w.placed}
+    plain = assemble(pool, budget=900, max_chunks=8, head="know", query_terms=frozenset({"discount"}))
+    floor = assemble(pool, budget=900, max_chunks=8, head="know", query_terms=frozenset({"discount"}),
+                     layout=Layout(seat_floor=3))
+    assert len(files(floor)) >= 3 and len(files(floor)) >= len(files(plain))
+    assert floor.placed[0].candidate.chunk.id == "id0001" and floor.tokens <= 900
+
+
+def test_compact_headers_carry_path_and_lines_only():
+    text = make_text(1, 8, "discount")
+    window = assemble([make_candidate(1, budget_counts([text])[0], 1.0, text)], budget=2000, max_chunks=4,
+                      head="know", layout=COMPACT)
+    assert '<mcp-retrieval:chunk path="pkg/mod1.py" lines="11-15"/>' in window.text

@@ -110,8 +110,19 @@ def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: 
 STRUCTURED_RATIO: list[float] = []  # structured content chars / text content chars, per context call
 
 
-def context_window(engine: Engine, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
-    r = engine.context(query, budget_tokens=budget)
+VARIANTS = {"context": {}, "compact": {"render": "compact"}, "floor3": {"seat_floor": 3}, "floor2": {"seat_floor": 2}}
+
+
+def context_window(engine: Engine, query: str, budget: int, variant: str = "context") -> tuple[dict[str, set[int]], int]:
+    kwargs = dict(VARIANTS[variant])
+    floor = kwargs.pop("seat_floor", None)
+    saved = engine.config.seat_floor
+    if floor is not None:
+        engine.config.seat_floor = floor
+    try:
+        r = engine.context(query, budget_tokens=budget, **kwargs)
+    finally:
+        engine.config.seat_floor = saved
     shown: dict[str, set[int]] = defaultdict(set)
     for c in r.chunks:
         if c.text:
@@ -169,7 +180,12 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--per-repo", type=int, default=None)
     ap.add_argument("--no-dense", action="store_true")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--variants", default="context",
+                    help=f"context windows to measure, comma-separated: {', '.join(VARIANTS)} (render and seat-floor ablations)")
     args = ap.parse_args(argv)
+    variants = [v for v in args.variants.split(",") if v]
+    if unknown := set(variants) - set(VARIANTS):
+        ap.error(f"unknown variants {sorted(unknown)}")
     repos = dict(r.split("=", 1) for r in args.repo)
     budgets = [int(b) for b in args.budgets.split(",")]
     rows = sorted((json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()),
@@ -194,19 +210,20 @@ def main(argv: list[str]) -> int:
         res = {"instance_id": row["instance_id"], "repo": repo, "by_budget": {}}
         for b in budgets:
             cell = {}
-            for name, (shown, tokens) in {"context": context_window(engine, query, b),
-                                          "bm25_chunks": chunk_bm25_window(engine, query, b),
-                                          "bm25_files": file_bm25_window(engine, bm25, query, b)}.items():
+            windows = {v: context_window(engine, query, b, v) for v in variants}
+            windows |= {"bm25_chunks": chunk_bm25_window(engine, query, b),
+                        "bm25_files": file_bm25_window(engine, bm25, query, b)}
+            for name, (shown, tokens) in windows.items():
                 cell[name] = {**score(shown, funcs, lines, files), "tokens": tokens, "over_budget": tokens > b}
             res["by_budget"][b] = cell
         results.append(res)
         if out:
             out.write(json.dumps(res) + "\n")
             out.flush()
-        c = res["by_budget"][budgets[-1]]["context"]
+        c = res["by_budget"][budgets[-1]][variants[0]]
         print(f"{row['instance_id']:40} func {c['func_hit']:.2f} lines {c['line_recall']:.2f} "
               f"files {c['file_recall']:.2f}", file=sys.stderr, flush=True)
-    print(report(results, budgets))
+    print(report(results, budgets, variants))
     if STRUCTURED_RATIO:
         ratios = sorted(STRUCTURED_RATIO)
         print(f"\nstructured / text content (characters), context calls: median {statistics.median(ratios):.2f}, "
@@ -216,12 +233,12 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def report(results: list[dict], budgets: list[int]) -> str:
+def report(results: list[dict], budgets: list[int], variants: list[str] = ("context",)) -> str:
     lines = [f"instances: {len(results)}", "",
              "| budget | method | gold-function hit | gold-line recall | gold-file recall | tokens shown (median) | over budget |",
              "|---|---|---|---|---|---|---|"]
     for b in budgets:
-        for name in ("context", "bm25_chunks", "bm25_files"):
+        for name in (*variants, "bm25_chunks", "bm25_files"):
             cells = [r["by_budget"][b][name] for r in results if b in r["by_budget"]] or \
                     [r["by_budget"][str(b)][name] for r in results]
             if not cells:
