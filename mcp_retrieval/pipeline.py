@@ -4,6 +4,9 @@ in `engine`. Each stage is timed and reported; optional stages degrade to pass-t
 
 from __future__ import annotations
 
+import re
+from collections.abc import Sequence
+
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.graph import CodeGraph
@@ -39,7 +42,8 @@ class Ranked:
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
-         stages: StageLog | None = None, graph: bool | None = None, history=None) -> Ranked:
+         stages: StageLog | None = None, graph: bool | None = None, history=None,
+         recent_turns: Sequence[str] = ()) -> Ranked:
     stages = stages or StageLog()
     with stages.run("classify") as st:
         qclass = classify(query)
@@ -104,6 +108,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                     has_vectors=semantic, pool_size=len(candidates))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
+    if recent_turns:
+        signals.turn_files, signals.turn_names = _turn_anchors(retriever, recent_turns)
     _rerank_stage(result, reranker, signals, path_prefix or understanding.path_prefix)
     return result
 
@@ -195,6 +201,18 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
         if reordered:
             result.candidates.sort(key=lambda c: -c.fused)
         st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added, {reordered} raised"
+
+
+_CODE_NAME = re.compile(r"_|[a-z][A-Z]")  # snake_case or camelCase: a name, not an English word
+
+
+def _turn_anchors(retriever: Retriever, turns: Sequence[str]) -> tuple[set[str], set[str]]:
+    """Files (resolved in the index) and code-shaped names the recent conversation mentions."""
+    anchors = extract("\n".join(turns), [])
+    _, files = retriever.path_hits(anchors, "")
+    names = {n for n in anchors.identifiers if len(n) >= 4 and _CODE_NAME.search(n)}
+    names |= {d.rsplit(".", 1)[-1] for d in anchors.dotted if "." in d}
+    return set(files), names
 
 
 def _nodes_in_chunk(graph: CodeGraph, c: Candidate) -> list[int]:

@@ -56,6 +56,10 @@ class RerankSignals:
     about_tests: bool = False
     exact_lookup: bool = False  # the question is one identifier: its definition wins wherever it lives
     about_deprecation: bool = False
+    # the conversation (`recent_turns`, seed 004): files and definitions the agent's last messages
+    # named; read here only, never by retrieval
+    turn_files: set[str] = field(default_factory=set)
+    turn_names: set[str] = field(default_factory=set)
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
@@ -81,6 +85,7 @@ class RerankWeights:
     prose_factor_bug_report: float = 0.2
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
+    turn_factor: float = 1.15
 
 
 _DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
@@ -103,6 +108,9 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if "symbol" in c.raw:
         factor *= w.symbol_factor
         why.append("defines a name in the question")
+    if c.chunk.path in s.turn_files or (c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names):
+        factor *= w.turn_factor
+        why.append("named in the recent conversation")
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):

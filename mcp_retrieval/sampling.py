@@ -124,6 +124,21 @@ def _safe_prefix(value) -> str | None:
     return value
 
 
+TURNS_MARK = "\n\nRecent conversation (oldest first; rewrite the question, not these):\n"
+
+
+def host_question(query: str, turns: list[str]) -> str:
+    """What the host's model is asked to rewrite: the question, and the recent conversation when
+    the agent passed it (cached under this whole text, so another conversation asks again)."""
+    if not turns:
+        return query
+    return f"{query}{TURNS_MARK}" + "\n---\n".join(turns)
+
+
+def question_part(text: str) -> str:
+    return text.split(TURNS_MARK, 1)[0]
+
+
 class SamplingPlanner:
     """Whether, what and how often to ask the host. Thread-safe; state persisted in `state_path`."""
 
@@ -168,7 +183,7 @@ class SamplingPlanner:
     def ask_for(query: str) -> SamplingAsk:
         """The request, rendered identically for identical queries (the retry protocol checks)."""
         system = prompts.load("understand_sampling")
-        if is_broad(query):
+        if is_broad(question_part(query)):
             system += "\n\n" + prompts.load("understand_step_back")
         return SamplingAsk(system_prompt=system, user_text=f"Question:\n{query}")
 
@@ -181,7 +196,7 @@ class SamplingPlanner:
         if error is not None:
             return HostOutcome("error", f"{error}; raw query used", ms=ms)
         try:
-            rewrite = parse_reply(reply or "", step_back=is_broad(query))
+            rewrite = parse_reply(reply or "", step_back=is_broad(question_part(query)))
         except SamplingReplyError as exc:
             log.info("sampling reply rejected: %s", exc)
             return HostOutcome("error", f"unusable reply ({exc}); raw query used", ms=ms)

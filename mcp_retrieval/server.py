@@ -28,8 +28,8 @@ from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
 from mcp_retrieval.neutralize import neutralize, scrub
-from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner
-from mcp_retrieval.validate import BadRequest, check_query
+from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner, host_question
+from mcp_retrieval.validate import BadRequest, check_query, check_turns
 
 log = logging.getLogger("mcp_retrieval")
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -141,11 +141,11 @@ def host_understanding(planner: SamplingPlanner):
     `planner.timeout_s`, so a host that never answers delays the call by at most that long.
     Understanding is optional: whatever goes wrong here, the call goes on with the raw query."""
 
-    async def understand_query(query: str, ctx: Context) -> Sample | HostOutcome:
+    async def understand_query(query: str, ctx: Context, recent_turns: list[str] | None = None) -> Sample | HostOutcome:
         if not planner.enabled:
             return HostOutcome("skipped", "off")
         try:
-            return await _understand(planner, query, ctx)
+            return await _understand(planner, query, ctx, recent_turns)
         except Exception as exc:
             log.warning("query understanding failed (%s); the raw query is used", exc)
             return HostOutcome("error", f"understanding failed ({type(exc).__name__}); raw query used")
@@ -153,13 +153,16 @@ def host_understanding(planner: SamplingPlanner):
     return understand_query
 
 
-async def _understand(planner: SamplingPlanner, query: str, ctx: Context) -> Sample | HostOutcome:
+async def _understand(planner: SamplingPlanner, query: str, ctx: Context,
+                      recent_turns: list[str] | None = None) -> Sample | HostOutcome:
     try:
         text, _ = check_query(query)
+        turns = check_turns(recent_turns)
     except BadRequest:
         return HostOutcome("skipped", "off: the query is rejected below")
     if classify(text).name in ("identifier", "path"):
         return HostOutcome("skipped", "not_needed: an exact identifier or path needs no rewrite")
+    text = host_question(text, turns)  # the host's model reads the conversation with the question
     caps = ctx.client_capabilities
     modern = ctx.protocol_version is not None and is_version_at_least(ctx.protocol_version, INPUT_REQUIRED_VERSION)
     plan = planner.plan(text, client_can_sample=caps is not None and caps.sampling is not None,
@@ -187,11 +190,11 @@ async def _ask_mid_call(planner: SamplingPlanner, text: str, ask: SamplingAsk, c
     return planner.settle(text, _reply_text(result), ms=(time.perf_counter() - t0) * 1000)
 
 
-def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any) -> HostOutcome:
+def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any, recent_turns=None) -> HostOutcome:
     """The resolver's outcome; a `CreateMessageResult` injected by the SDK (modern protocol) is settled here."""
     if isinstance(resolved, CreateMessageResult):
         try:
-            return planner.settle(check_query(query)[0], _reply_text(resolved))
+            return planner.settle(host_question(check_query(query)[0], check_turns(recent_turns)), _reply_text(resolved))
         except Exception as exc:  # never fail the call over the optional stage
             return HostOutcome("error", f"understanding failed ({type(exc).__name__}); raw query used")
     return resolved if isinstance(resolved, HostOutcome) else HostOutcome("skipped", "off")
@@ -217,6 +220,8 @@ def render_packet(r: PacketResult, window: str = "") -> str:
 
 
 ROOTS_FIELD = Field(description="names of workspace roots to search (default: all)")
+TURNS_FIELD = Field(description="your last few messages (at most 5, oldest first; each read up to its last 1000 "
+                                "characters): they steer the ranking, never the search itself")
 
 
 def build_server(target: Engine | Workspace) -> MCPServer:
@@ -239,13 +244,14 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
         render: Annotated[str, Field(description="frontier (default) | compact: path-and-lines headers, at most "
                                                  "8 chunks, none over half the budget (small local models)")] = "frontier",
+        recent_turns: Annotated[list[str] | None, TURNS_FIELD] = None,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
         r = await _call(workspace.context, query, session_id=session_id, budget_tokens=budget_tokens,
                         max_chunks=max_chunks, path_prefix=path_prefix, active_files=active_files,
                         sub_queries=sub_queries, ignore_delivered=ignore_delivered, debug=debug, roots=roots,
-                        render=render,
-                        host=_host_outcome(workspace.sampling, query, host))
+                        render=render, recent_turns=recent_turns,
+                        host=_host_outcome(workspace.sampling, query, host, recent_turns))
         return _result(r, render_context, r.window)
 
     @server.tool(description=prompts.load("packet"))
@@ -259,10 +265,12 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
+        recent_turns: Annotated[list[str] | None, TURNS_FIELD] = None,
     ) -> PacketResult:
         # Model-free always: never asks the host's model, even under --understand sampling.
         r = await _call(workspace.packet, query, session_id=session_id, max_items=max_items, active_files=active_files,
                         task=task, sub_queries=sub_queries, path_prefix=path_prefix, debug=debug, roots=roots,
+                        recent_turns=recent_turns,
                         host=HostOutcome("skipped", "off: packet is model-free"))
         return _result(r, render_packet)
 

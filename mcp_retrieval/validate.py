@@ -27,6 +27,21 @@ def check_query(query: object) -> tuple[str, list[str]]:
     return cleaned, notes
 
 
+MAX_TURNS = 5
+MAX_TURN_CHARS = 1000
+
+
+def check_turns(turns: object) -> list[str]:
+    """The agent's last few messages, oldest first: at most 5 strings, each clipped to its last
+    1000 characters (the end of a message is the part that leads to the question)."""
+    if turns is None:
+        return []
+    if not isinstance(turns, list) or len(turns) > MAX_TURNS or not all(isinstance(t, str) for t in turns):
+        raise BadRequest(f"recent_turns must be a list of at most {MAX_TURNS} strings (your last messages, oldest first)")
+    cleaned = [t.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8")[-MAX_TURN_CHARS:] for t in turns]
+    return [t for t in cleaned if t.strip()]
+
+
 def check_int(value: object, name: str, low: int, high: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BadRequest(f"{name} must be an integer from {low} to {high}; got {value!r}"[:200])

@@ -28,7 +28,7 @@ from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResul
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.stages import StageLog
-from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session
+from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session, check_turns
 
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
@@ -219,7 +219,7 @@ class Workspace:
                 path_prefix: str | None = None, active_files: list[str] | None = None,
                 sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
                 host: HostOutcome | None = None, roots: list[str] | None = None,
-                render: str = "frontier") -> ContextResult:
+                render: str = "frontier", recent_turns: list[str] | None = None) -> ContextResult:
         """`host`: what the host-sampling stage produced (the server asks before calling this)."""
         query, notes = check_query(query)
         if not isinstance(render, str) or render not in assemble.RENDERS:
@@ -228,7 +228,8 @@ class Workspace:
         max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
         session_id = check_session(session_id)
         stages = StageLog()
-        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False)
+        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False,
+                             recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
         window = assemble.Window()
         with stages.run("assemble") as st:
@@ -264,14 +265,15 @@ class Workspace:
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
                active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,
                path_prefix: str | None = None, debug: bool = False, host: HostOutcome | None = None,
-               roots: list[str] | None = None) -> PacketResult:
+               roots: list[str] | None = None, recent_turns: list[str] | None = None) -> PacketResult:
         query, notes = check_query(query)
         max_items = check_int(max_items, "max_items", 1, 50)
         check_session(session_id)
         if not isinstance(task, str) or task not in TASKS:
             raise BadRequest(f"task must be one of {', '.join(TASKS)}; got {task!r}")
         stages = StageLog()
-        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True)
+        parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True,
+                             recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
         by_root = {p.engine.name: p.engine for p in parts}
 
@@ -313,17 +315,19 @@ class Workspace:
         return result
 
     def _gather(self, query, active_files, path_prefix, sub_queries, stages, host, roots, *,
-                for_packet: bool) -> list[Gathered]:
+                for_packet: bool, recent_turns: list[str] = ()) -> list[Gathered]:
         engines = self.pick(roots)
         scopes = [e.check_scope(active_files, path_prefix, sub_queries) for e in engines]  # bad input: fail first
         if len(engines) == 1:
             active, prefix, subs = scopes[0]
-            return [engines[0].gather(query, active, subs, prefix, stages, for_packet=for_packet, host=host)]
+            return [engines[0].gather(query, active, subs, prefix, stages, for_packet=for_packet, host=host,
+                                      recent_turns=recent_turns)]
         logs = [StageLog() for _ in engines]  # several roots: each one's stages reported with its name
 
         def one(i: int) -> Gathered:
             active, prefix, subs = scopes[i]
-            return engines[i].gather(query, active, subs, prefix, logs[i], for_packet=for_packet, host=host)
+            return engines[i].gather(query, active, subs, prefix, logs[i], for_packet=for_packet, host=host,
+                                     recent_turns=recent_turns)
 
         if self._pool is None:  # kept for the workspace's life: starting threads per call costs more than it saves
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-retrieval-root")

@@ -173,3 +173,18 @@ def test_a_changed_lexical_analyser_re_analyses_every_file_once(engine):
     first = engine.reindex()
     assert first.files_changed == files and first.chunks_embedded == 0  # vectors come back from the cache
     assert engine.reindex().files_changed == 0
+
+
+def test_recent_turns_steer_the_ranking_but_never_the_search(engine):
+    q = "how is the cart total computed"
+    plain = engine.packet(q, debug=True)
+    steered = engine.packet(q, recent_turns=["I am looking at src/shop/pricing.py", "with_tax looks wrong"], debug=True)
+    def item(r):
+        return next(i for i in r.items if i.symbol == "with_tax")
+
+    assert item(steered).score > item(plain).score and "recent conversation" in item(steered).why
+    assert "recent conversation" not in item(plain).why
+    # the same pool was searched: turns reorder it, they add nothing the question did not find
+    assert steered.debug.candidate_pool == plain.debug.candidate_pool
+    with pytest.raises(BadRequest, match="recent_turns"):
+        engine.packet(q, recent_turns=["a"] * 6)

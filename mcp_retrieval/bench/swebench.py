@@ -35,8 +35,9 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
 # rerank without decompose; full without the history tier; full without the dense tier;
-# prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet
-EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "prior", "graphpacket")
+# prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet;
+# title / title_turns: full asked only the issue's first line, without / with the rest as `recent_turns`
+EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "prior", "graphpacket", "title", "title_turns")
 TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
 
 
@@ -57,9 +58,17 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
     return weights, True, True  # full
 
 
-def rank_files(engine: Engine, query: str) -> tuple[list[str], list[str], float]:
+def as_conversation(statement: str) -> tuple[str, list[str]]:
+    """An issue as a short question and the conversation before it: the first line is the question,
+    the rest (up to 5,000 characters) five earlier messages of at most 1,000 characters."""
+    title, _, body = statement.strip().partition("\n")
+    body = body.strip()[:5000]
+    return title.strip() or statement[:200], [body[i:i + 1000] for i in range(0, len(body), 1000)]
+
+
+def rank_files(engine: Engine, query: str, recent_turns: list[str] | None = None) -> tuple[list[str], list[str], float]:
     t0 = time.perf_counter()
-    packet = engine.packet(query, max_items=50)
+    packet = engine.packet(query, max_items=50, recent_turns=recent_turns)
     ms = (time.perf_counter() - t0) * 1000
     files = list(dict.fromkeys(i.path for i in packet.items))
     symbols = [f"{i.path}::{i.symbol}" for i in packet.items[:10] if i.symbol]
@@ -155,7 +164,11 @@ def main(argv: list[str]) -> int:
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
                 engine.config.graph_prior = mode == "prior"
-                files, symbols, ms = rank_files(engine, row["problem_statement"])
+                if mode in ("title", "title_turns"):
+                    title, turns = as_conversation(row["problem_statement"])
+                    files, symbols, ms = rank_files(engine, title, turns if mode == "title_turns" else None)
+                else:
+                    files, symbols, ms = rank_files(engine, row["problem_statement"])
             m = score(files, gold)
             m["func_hits"] = function_hits(symbols, row.get("gold_spans") or {})
             m["ms"] = ms
