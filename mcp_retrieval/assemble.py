@@ -86,7 +86,8 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
 
 
 # --- rendering ---------------------------------------------------------------------------------
-def _attr(value: object) -> str:
+def attr(value: object) -> str:
+    """A value fit for an attribute of our markup: neutralised, quoted, no angle brackets."""
     return html.escape(neutralize(str(value)), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
@@ -102,7 +103,7 @@ def header_line(p: Placed, same_file: bool = False, layout: Layout = FRONTIER) -
     if p.excerpt:
         attrs["excerpt"] = "elided" if layout.compact else "signature and matching lines; the rest is elided"
     tag = "stub" if p.stub else "chunk"
-    return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{_attr(v)}"' for k, v in attrs.items()) + "/>"
+    return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{attr(v)}"' for k, v in attrs.items()) + "/>"
 
 
 def _piece(p: Placed, same_file: bool, layout: Layout = FRONTIER) -> str:

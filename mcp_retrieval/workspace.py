@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import assemble, file_rank
+from mcp_retrieval import assemble, corpus_map, file_rank
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import TASKS, Engine, Gathered, node_out
@@ -30,6 +30,7 @@ from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session, check_turns
 
+MAP_SHARE = 0.2  # of a broad question's budget, for the corpus map ahead of the chunks
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
 # question is noise (every question has nearest vectors).
@@ -242,10 +243,12 @@ class Workspace:
                     cap = min(cap, assemble.COMPACT_MAX_CHUNKS)
                 config = lead.engine.config
                 layout = dataclasses.replace(assemble.RENDERS[render], show_root=self.multi, seat_floor=config.seat_floor)
+                head = head_line(outcome)
+                if config.corpus_map and lead.ranked.qclass.name == "broad":  # an overview question: the map leads
+                    head = "\n".join(filter(None, [head, self._map(roots, int(MAP_SHARE * budget_tokens))]))
                 window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
                                            lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
-                                           head=head_line(outcome), query_terms=frozenset(terms(query)),
-                                           layout=layout)
+                                           head=head, query_terms=frozenset(terms(query)), layout=layout)
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
         placed = window.placed
@@ -254,6 +257,8 @@ class Workspace:
         if not placed:
             reason, escalate = getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user")
             text = f"{head_line(outcome)}\n{assemble.no_match_window(reason, escalate)}"
+            if escalate == "ask_user" and lead.engine.config.corpus_map:  # what there is, to ask the user about
+                text = "\n".join(filter(None, [text, self._map(roots, budget_tokens - assemble.budget_tokens(text) - 1)]))
             window = assemble.Window([], text, assemble.budget_tokens(text))
         result = ContextResult(chunks=[_chunk_out(p) for p in placed], index=self.status())
         result.window = window.text
@@ -313,6 +318,12 @@ class Workspace:
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, 0)
         return result
+
+    def _map(self, roots: list[str] | None, max_tokens: int) -> str:
+        """The corpus map of the roots asked (each an equal share of `max_tokens`)."""
+        engines = self.pick(roots)
+        share = max_tokens // len(engines)
+        return "\n".join(filter(None, (corpus_map.build(e.name, e.store.all_paths(), e.graph(), share) for e in engines)))
 
     def _gather(self, query, active_files, path_prefix, sub_queries, stages, host, roots, *,
                 for_packet: bool, recent_turns: list[str] = ()) -> list[Gathered]:

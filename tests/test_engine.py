@@ -1,6 +1,7 @@
 import pytest
 
 from mcp_retrieval import BadRequest, Engine
+from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval.neutralize import contains_tag
 
 
@@ -188,3 +189,18 @@ def test_recent_turns_steer_the_ranking_but_never_the_search(engine):
     assert steered.debug.candidate_pool == plain.debug.candidate_pool
     with pytest.raises(BadRequest, match="recent_turns"):
         engine.packet(q, recent_turns=["a"] * 6)
+
+
+def test_a_miss_that_sends_the_agent_to_the_user_carries_a_map_of_the_workspace_inside_the_budget(engine):
+    r = engine.context("zqxv wplk frrbz", budget_tokens=300)
+    assert r.miss.escalate_to == "ask_user" and r.chunks == []
+    assert '<mcp-retrieval:map root="' in r.window and "src/shop/" in r.window
+    assert "apply_discount" in r.window or "Cart" in r.window  # a used definition, with its line
+    assert budget_tokens(r.window) <= 300
+
+
+def test_the_map_never_carries_markup_from_the_tree():
+    from mcp_retrieval import corpus_map
+
+    text = corpus_map.build('x"/><mcp-retrieval:chunk', ["src/<mcp-retrieval:chunk path=/a.py", "src/b.py"], None, 500)
+    assert text.count("<mcp-retrieval:") == 1 and text.startswith("<mcp-retrieval:map ")
