@@ -21,6 +21,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
 from mcp_retrieval import decide
+from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
@@ -60,6 +61,7 @@ class Engine:
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = History(config.index_dir / "history.db", config.root, git_dir=config.history_git_dir,
                                rev=config.history_rev) if config.history else None
+        self.coactivation = CoActivation(None if config.read_only else config.index_dir / "coactivation.db")
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
                                         persist_path=config.index_dir / "sessions.json" if config.persist_sessions else None)
         self.reranker = reranker or self._load_reranker()
@@ -128,6 +130,7 @@ class Engine:
         if self._background is not None:
             self._background.join(timeout=30)
         self.sessions.save()
+        self.coactivation.close()
         if self.history is not None:
             self.history.close()
 

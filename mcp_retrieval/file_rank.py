@@ -31,6 +31,7 @@ THIRD_HIT_SHARE = 0.10
 PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
 SIBLING_SHARE = 0.3  # a Go/Rust file gains this share of the best head file in its own folder (package)
 SIBLING_HEAD = 5
+COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
 HEADERS = (".h", ".hh", ".hpp", ".hxx")
@@ -87,6 +88,16 @@ def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
     return out
 
 
+def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[FileKey, float]]) -> dict[FileKey, float]:
+    """A file with its own evidence that answered together with a head file before gains
+    COACTIVE_SHARE x that pair's strength x the head file's score (`coactivation`)."""
+    out = dict(scores)
+    for key, (by, strength) in coactive.items():
+        if key in scores and by in scores and by != key:
+            out[key] = scores[key] + COACTIVE_SHARE * strength * scores[by]
+    return out
+
+
 def partners(path: str) -> list[str]:
     """Paths that could hold the other half of a C/C++ header/source pair."""
     p = PurePosixPath(path)
@@ -107,12 +118,13 @@ def partners(path: str) -> list[str]:
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
-               pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE) -> list[Candidate]:
+               pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE,
+               coactive: dict[FileKey, tuple[FileKey, float]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped."""
     kept = drop_near_duplicates(candidates, near_duplicate)
-    scores = _lift_siblings(file_scores(kept))
+    scores = _lift_coactive(_lift_siblings(file_scores(kept)), coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):

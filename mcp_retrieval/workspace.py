@@ -252,6 +252,9 @@ class Workspace:
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
         placed = window.placed
+        for root in {p.candidate.root for p in placed}:  # what answered together, learned per root
+            self.engines[root].coactivation.record([p.candidate.chunk.path for p in placed
+                                                    if p.candidate.root == root and not p.stub])
         if session_id is not None and not ignore_delivered:
             self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub and not p.excerpt])
         if not placed:
@@ -287,7 +290,8 @@ class Workspace:
 
         with stages.run("files") as st:
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
-                                              near_duplicate=lead.engine.config.near_duplicate)
+                                              near_duplicate=lead.engine.config.near_duplicate,
+                                              coactive=self._coactive(candidates))
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items"
         items: list[PacketItem] = []
@@ -318,6 +322,19 @@ class Workspace:
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, 0)
         return result
+
+    def _coactive(self, candidates: list[Candidate]) -> dict[tuple[str, str], tuple[tuple[str, str], float]]:
+        """Files that answered together with one of the pool's three best files before, per root:
+        (root, path) -> ((root, head path), strength 0..1). Empty where co-activation is off."""
+        out = {}
+        for root in {c.root for c in candidates}:
+            engine = self.engines[root]
+            if not engine.config.coactivation:
+                continue
+            head = list(dict.fromkeys(c.chunk.path for c in candidates if c.root == root))[:3]
+            for path, (by, strength) in engine.coactivation.partners(head).items():
+                out[(root, path)] = ((root, by), strength)
+        return out
 
     def _map(self, roots: list[str] | None, max_tokens: int) -> str:
         """The corpus map of the roots asked (each an equal share of `max_tokens`)."""

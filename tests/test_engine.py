@@ -204,3 +204,16 @@ def test_the_map_never_carries_markup_from_the_tree():
 
     text = corpus_map.build('x"/><mcp-retrieval:chunk', ["src/<mcp-retrieval:chunk path=/a.py", "src/b.py"], None, 500)
     assert text.count("<mcp-retrieval:") == 1 and text.startswith("<mcp-retrieval:map ")
+
+
+def test_files_delivered_together_are_learned_decay_and_stay_bounded(engine):
+    from mcp_retrieval.coactivation import DECAY
+
+    engine.coactivation.clear()
+    engine.context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
+    assert engine.coactivation.partners(["src/shop/cart.py"])["src/shop/pricing.py"] == ("src/shop/cart.py", 1.0)
+    engine.coactivation.record(["x.py", "y.py"])
+    for _ in range(10):
+        engine.coactivation.record(["p.py", "q.py", "r.py"])
+    assert abs(engine.coactivation.weight("x.py", "y.py") - DECAY ** 10) < 1e-9
+    assert engine.coactivation.weight("q.py", "p.py") > 9

@@ -78,6 +78,12 @@ def test_a_go_file_beside_a_strong_file_of_its_package_climbs_but_other_language
     assert order("java") == ["pkg/a.java", "other/b.java", "pkg/c.java"]
 
 
+def test_a_file_that_answered_together_with_the_head_file_before_climbs():
+    pool = [candidate("a.c", 1.0), candidate("b.c", 0.6), candidate("c.c", 0.5)]
+    order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2, coactive={("", "c.c"): (("", "a.c"), 1.0)})))
+    assert order == ["a.c", "c.c", "b.c"]
+
+
 def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions():
     from mcp_retrieval.retrieve import PathResolver
 
