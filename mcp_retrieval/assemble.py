@@ -14,8 +14,10 @@ text an agent is shown never exceeds `budget_tokens`. Pure: no I/O.
 
 from __future__ import annotations
 
+import difflib
 import functools
 import html
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +31,9 @@ EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
 MIN_EXCERPT_TOKENS = 60  # below this an excerpt says too little to be worth its header
 MAX_EXCERPT_HITS = 40
 MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking
+DIFF_SHARE = 0.6  # a changed definition comes as a diff only when that costs at most this share of it whole
 SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a header and an excerpt)
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -39,6 +43,7 @@ class Placed:
     stub: bool  # True: delivered earlier in this session, sent as a pointer
     text: str | None = None  # what the window shows of the chunk (neutralised); None for a stub
     excerpt: bool = False  # True: signature + matching lines only, the rest elided
+    diff: bool = False  # True: a unified diff against the text this session was shown before
 
 
 @dataclass(frozen=True)
@@ -102,6 +107,8 @@ def header_line(p: Placed, same_file: bool = False, layout: Layout = FRONTIER) -
         attrs["symbol"] = c.symbol
     if p.excerpt:
         attrs["excerpt"] = "elided" if layout.compact else "signature and matching lines; the rest is elided"
+    if p.diff:
+        attrs["diff"] = "changed" if layout.compact else "changed since this session saw it; a diff against that text"
     tag = "stub" if p.stub else "chunk"
     return f"<mcp-retrieval:{tag} " + " ".join(f'{k}="{attr(v)}"' for k, v in attrs.items()) + "/>"
 
@@ -140,6 +147,21 @@ def render_window(placed: Sequence[Placed], head: str = "", layout: Layout = FRO
 
 def no_match_window(reason: str, escalate_to: str) -> str:
     return f'<mcp-retrieval:no_match reason="{reason}" escalate_to="{escalate_to}" do_not_answer="true"/>'
+
+
+# --- diffs against what a session saw -----------------------------------------------------------
+def unified_diff(old: str, old_start: int, new: str, new_start: int) -> str:
+    """`old` -> `new` as unified-diff hunks (2 lines of context) numbered by file line."""
+    out = []
+    for line in difflib.unified_diff(old.split("\n"), new.split("\n"), n=2, lineterm=""):
+        if line.startswith(("---", "+++")):
+            continue
+        m = _HUNK.match(line)
+        if m:
+            a, b, c, d = (int(x) if x else 1 for x in m.groups())
+            line = f"@@ -{a + old_start - 1},{b} +{c + new_start - 1},{d} @@"
+        out.append(line)
+    return "\n".join(out)
 
 
 # --- excerpts ----------------------------------------------------------------------------------
@@ -203,7 +225,8 @@ def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
 # --- assembly ------------------------------------------------------------------------------------
 def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
              lam: float = 0.7, near_duplicate: float = 0.9, head: str = "",
-             query_terms: frozenset[str] = frozenset(), layout: Layout = FRONTIER) -> Window:
+             query_terms: frozenset[str] = frozenset(), layout: Layout = FRONTIER,
+             earlier: dict | None = None) -> Window:
     """Choose what goes into the window and render it; `Window.tokens` (the rendered text's
     count, head line included) never exceeds `budget`."""
     remaining = budget - budget_tokens(head) - 1
@@ -212,12 +235,12 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     chosen: list[Placed] = []
     if candidates and remaining > 0:
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
-                         max_piece=int(layout.max_share * budget))
+                         max_piece=int(layout.max_share * budget), earlier=earlier or {})
     return _fit(order_for_reading(chosen), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
-            layout: Layout, max_piece: int) -> list[Placed]:
+            layout: Layout, max_piece: int, earlier: dict) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
@@ -237,7 +260,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         key = (best.root, best.chunk.path)
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
-        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout)
+        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier)
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -259,10 +282,10 @@ def _neutral_text(text: str) -> str:
 
 
 def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_terms,
-           layout: Layout) -> tuple[Placed | None, int]:
-    """The candidate as it would be placed (stub, whole, or excerpt) and its cost with a full header
-    (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0) when it
-    cannot fit in `remaining`."""
+           layout: Layout, earlier: dict) -> tuple[Placed | None, int]:
+    """The candidate as it would be placed (stub, diff, whole, or excerpt) and its cost with a full
+    header (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0)
+    when it cannot fit in `remaining`."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
         return (p, header_cost) if header_cost <= remaining else (None, 0)
@@ -271,6 +294,13 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         body_cost = max(c.chunk.tokens, byte_floor(p.text))
     else:
         body_cost = budget_tokens(p.text)
+    seen = earlier.get((c.root, c.chunk.path, c.chunk.symbol)) if c.chunk.symbol else None
+    if seen is not None and seen[0] != c.chunk.sha256:  # changed since this session saw it
+        changes = _neutral_text(unified_diff(seen[2], seen[1], c.chunk.text, c.chunk.start_line))
+        d = Placed(c, stub=False, text=changes, diff=True)
+        cost = budget_tokens(_piece(d, False, layout)) + 1
+        if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:
+            return d, cost
     if header_cost + body_cost <= remaining:
         return p, header_cost + body_cost
     p.excerpt = True

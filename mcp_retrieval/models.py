@@ -77,15 +77,16 @@ class ChunkOut(BaseModel):
     tiers: list[Tier]
     content_sha256: str
     tokens: int
-    text: str | None = Field(description="what the window shows: the chunk, or an excerpt; null for a stub")
+    text: str | None = Field(description="what the window shows: the chunk, an excerpt or a diff; null for a stub")
     delivered: bool = Field(False, description="true: a stub (delivered earlier in this session); absent when false")
     excerpt: bool = Field(False, description="true: the signature and the lines around what matched; absent when false")
+    diff: bool = Field(False, description="true: a unified diff against the text this session saw; absent when false")
 
     @model_serializer(mode="wrap")
     def _compact(self, handler):
-        """The two flags are sent only when true: one chunk's metadata stays a small share of its text."""
+        """The flags are sent only when true: one chunk's metadata stays a small share of its text."""
         data = handler(self)
-        for flag in ("delivered", "excerpt"):
+        for flag in ("delivered", "excerpt", "diff"):
             if data.get(flag) is False:
                 del data[flag]
         return data

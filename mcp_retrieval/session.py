@@ -22,6 +22,14 @@ from pathlib import Path
 
 log = logging.getLogger(__name__)
 MAX_PER_SESSION = 5000
+# The text last delivered of each definition, so a definition changed since can come back as a
+# diff against what the session saw: in memory only (a restart delivers changed chunks whole),
+# at most this many characters a session and in all.
+MAX_TEXT_CHARS_PER_SESSION = 256_000
+MAX_TEXT_CHARS = 32_000_000
+
+SeenKey = tuple[str, str, str]  # (root, path, symbol)
+SeenText = tuple[str, int, str]  # (sha256, start line, text)
 
 
 def _key(session_id: str) -> str:
@@ -37,6 +45,7 @@ class SessionRegister:
         self.save_every_s = save_every_s
         self._saved_at = time.monotonic()
         self._sessions: OrderedDict[str, tuple[float, OrderedDict[str, None]]] = OrderedDict()
+        self._texts: OrderedDict[str, OrderedDict[SeenKey, SeenText]] = OrderedDict()  # session key -> texts
         self._lock = threading.Lock()
         self._load()
 
@@ -59,6 +68,27 @@ class SessionRegister:
         if self.persist_path is not None and time.monotonic() - self._saved_at >= self.save_every_s:
             self.save()
 
+    def earlier_texts(self, session_id: str) -> dict[SeenKey, SeenText]:
+        """What this session was last shown of each definition (see `remember`)."""
+        with self._lock:
+            return dict(self._texts.get(_key(session_id), {}))
+
+    def remember(self, session_id: str, items: list[tuple[SeenKey, SeenText]]) -> None:
+        if not items:
+            return
+        key = _key(session_id)
+        with self._lock:
+            texts = self._texts.setdefault(key, OrderedDict())
+            self._texts.move_to_end(key)
+            for k, v in items:
+                texts[k] = v
+                texts.move_to_end(k)
+            while texts and sum(len(t) for _, _, t in texts.values()) > MAX_TEXT_CHARS_PER_SESSION:
+                texts.popitem(last=False)
+            while len(self._texts) > 1 and sum(len(t) for ts in self._texts.values()
+                                               for _, _, t in ts.values()) > MAX_TEXT_CHARS:
+                self._texts.popitem(last=False)  # the least recently used session's texts go first
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._sessions)
@@ -75,7 +105,10 @@ class SessionRegister:
         self._sessions[key] = (now, entry[1])
         self._sessions.move_to_end(key)
         while len(self._sessions) > self.max_sessions:
-            self._sessions.popitem(last=False)
+            gone, _ = self._sessions.popitem(last=False)
+            self._texts.pop(gone, None)
+        for gone in [k for k in self._texts if k not in self._sessions and k != key]:
+            del self._texts[gone]  # expired sessions take their texts along
         return self._sessions[key]
 
     # --- persistence ------------------------------------------------------------------------

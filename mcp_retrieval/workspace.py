@@ -237,7 +237,9 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: marker-only window"
             else:
-                delivered = set() if ignore_delivered or session_id is None else self.sessions.delivered(session_id)
+                tracked = session_id is not None and not ignore_delivered
+                delivered = self.sessions.delivered(session_id) if tracked else set()
+                earlier = self.sessions.earlier_texts(session_id) if tracked else {}
                 cap = min(max_chunks, lead.ranked.qclass.max_chunks)  # the question's class caps the window too
                 if render == "compact":
                     cap = min(cap, assemble.COMPACT_MAX_CHUNKS)
@@ -248,15 +250,21 @@ class Workspace:
                     head = "\n".join(filter(None, [head, self._map(roots, int(MAP_SHARE * budget_tokens))]))
                 window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
                                            lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
-                                           head=head, query_terms=frozenset(terms(query)), layout=layout)
+                                           head=head, query_terms=frozenset(terms(query)), layout=layout,
+                                           earlier=earlier)
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
-                                f"{sum(p.excerpt for p in window.placed)} excerpts, {window.tokens} tokens")
+                                f"{sum(p.excerpt for p in window.placed)} excerpts, {sum(p.diff for p in window.placed)} "
+                                f"diffs, {window.tokens} tokens")
         placed = window.placed
         for root in {p.candidate.root for p in placed}:  # what answered together, learned per root
             self.engines[root].coactivation.record([p.candidate.chunk.path for p in placed
                                                     if p.candidate.root == root and not p.stub])
-        if session_id is not None and not ignore_delivered:
-            self.sessions.record(session_id, [p.candidate.chunk.sha256 for p in placed if not p.stub and not p.excerpt])
+        if session_id is not None and not ignore_delivered:  # a diff leaves the session holding the new text
+            whole = [p.candidate for p in placed if not p.stub and not p.excerpt]
+            self.sessions.record(session_id, [c.chunk.sha256 for c in whole])
+            self.sessions.remember(session_id, [((c.root, c.chunk.path, c.chunk.symbol),
+                                                 (c.chunk.sha256, c.chunk.start_line, c.chunk.text))
+                                                for c in whole if c.chunk.symbol])
         if not placed:
             reason, escalate = getattr(outcome, "reason", "abstain"), getattr(outcome, "escalate_to", "ask_user")
             text = f"{head_line(outcome)}\n{assemble.no_match_window(reason, escalate)}"
@@ -404,8 +412,8 @@ def _chunk_out(p: assemble.Placed) -> ChunkOut:
     return ChunkOut(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
                     symbol=c.chunk.symbol, score=round(c.score, 4), tiers=c.tiers,
                     content_sha256=c.chunk.sha256,
-                    tokens=assemble.budget_tokens(p.text) if p.excerpt else c.chunk.tokens, text=p.text, delivered=p.stub,
-                    excerpt=p.excerpt)
+                    tokens=assemble.budget_tokens(p.text) if p.excerpt or p.diff else c.chunk.tokens, text=p.text,
+                    delivered=p.stub, excerpt=p.excerpt, diff=p.diff)
 
 
 def _packet_confidence(outcome: Know | Miss) -> float:

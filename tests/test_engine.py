@@ -217,3 +217,26 @@ def test_files_delivered_together_are_learned_decay_and_stay_bounded(engine):
         engine.coactivation.record(["p.py", "q.py", "r.py"])
     assert abs(engine.coactivation.weight("x.py", "y.py") - DECAY ** 10) < 1e-9
     assert engine.coactivation.weight("q.py", "p.py") > 9
+
+
+def test_a_definition_changed_since_the_session_saw_it_comes_back_as_a_diff(engine, workspace):
+    body = "\n".join(f"    line_{n} = totals[{n}] * rate + offset_{n}" for n in range(40))
+    report = workspace / "src/shop/report.py"
+    report.write_text(f"def quarterly_revenue_report(totals, rate):\n{body}\n    return line_0\n")
+    engine.reindex(paths=["src/shop/report.py"])
+    q = "quarterly_revenue_report"
+    first = engine.context(q, session_id="d1")
+    assert any(c.symbol == "quarterly_revenue_report" and c.text for c in first.chunks)
+    report.write_text(report.read_text().replace("line_7 = totals[7] * rate", "line_7 = totals[7] * rate * 2"))
+    engine.reindex(paths=["src/shop/report.py"])
+    second = engine.context(q, session_id="d1")
+    changed = next(c for c in second.chunks if c.symbol == "quarterly_revenue_report")
+    assert changed.diff and "-    line_7 = totals[7] * rate + offset_7" in changed.text
+    assert "+    line_7 = totals[7] * rate * 2 + offset_7" in changed.text and "@@ -7," in changed.text
+    assert changed.tokens < 0.6 * next(c for c in first.chunks if c.symbol == "quarterly_revenue_report").tokens
+    assert 'diff="changed since this session saw it' in second.window
+    other = engine.context(q, session_id="d2")  # a session that never saw it gets the whole text
+    whole = next(c for c in other.chunks if c.symbol == "quarterly_revenue_report")
+    assert not whole.diff and "def quarterly_revenue_report" in whole.text
+    third = engine.context(q, session_id="d1")  # after the diff the session holds the new text: a stub
+    assert next(c for c in third.chunks if c.symbol == "quarterly_revenue_report").delivered
