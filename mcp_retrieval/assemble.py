@@ -150,6 +150,19 @@ def no_match_window(reason: str, escalate_to: str) -> str:
 
 
 # --- diffs against what a session saw -----------------------------------------------------------
+def _seen_before(earlier: dict, c: Candidate):
+    """What the session last saw of this chunk: the same definition part (root, path, symbol,
+    first line), else the definition's only remembered part (an edit above it moved its lines)."""
+    if not c.chunk.symbol or not earlier:
+        return None
+    exact = earlier.get((c.root, c.chunk.path, c.chunk.symbol, c.chunk.start_line))
+    if exact is not None:
+        return exact
+    parts = [v for k, v in earlier.items() if k[:3] == (c.root, c.chunk.path, c.chunk.symbol)]
+    return parts[0] if len(parts) == 1 else None
+
+
+
 def unified_diff(old: str, old_start: int, new: str, new_start: int) -> str:
     """`old` -> `new` as unified-diff hunks (2 lines of context) numbered by file line."""
     out = []
@@ -294,7 +307,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         body_cost = max(c.chunk.tokens, byte_floor(p.text))
     else:
         body_cost = budget_tokens(p.text)
-    seen = earlier.get((c.root, c.chunk.path, c.chunk.symbol)) if c.chunk.symbol else None
+    seen = _seen_before(earlier, c)
     if seen is not None and seen[0] != c.chunk.sha256:  # changed since this session saw it
         changes = _neutral_text(unified_diff(seen[2], seen[1], c.chunk.text, c.chunk.start_line))
         d = Placed(c, stub=False, text=changes, diff=True)

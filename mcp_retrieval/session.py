@@ -28,7 +28,7 @@ MAX_PER_SESSION = 5000
 MAX_TEXT_CHARS_PER_SESSION = 256_000
 MAX_TEXT_CHARS = 32_000_000
 
-SeenKey = tuple[str, str, str]  # (root, path, symbol)
+SeenKey = tuple[str, str, str, int]  # (root, path, symbol, first line)
 SeenText = tuple[str, int, str]  # (sha256, start line, text)
 
 

@@ -262,7 +262,7 @@ class Workspace:
         if session_id is not None and not ignore_delivered:  # a diff leaves the session holding the new text
             whole = [p.candidate for p in placed if not p.stub and not p.excerpt]
             self.sessions.record(session_id, [c.chunk.sha256 for c in whole])
-            self.sessions.remember(session_id, [((c.root, c.chunk.path, c.chunk.symbol),
+            self.sessions.remember(session_id, [((c.root, c.chunk.path, c.chunk.symbol, c.chunk.start_line),
                                                  (c.chunk.sha256, c.chunk.start_line, c.chunk.text))
                                                 for c in whole if c.chunk.symbol])
         if not placed:

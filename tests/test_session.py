@@ -90,10 +90,10 @@ def test_remembered_texts_are_bounded_per_session_and_go_with_the_session():
 
     reg = SessionRegister(max_sessions=2)
     reg.record("a", ["x"])
-    reg.remember("a", [(("r", f"f{i}.py", "f"), ("sha", 1, "y" * 10_000)) for i in range(100)])
+    reg.remember("a", [(("r", f"f{i}.py", "f", 1), ("sha", 1, "y" * 10_000)) for i in range(100)])
     texts = reg.earlier_texts("a")
     assert sum(len(t) for _, _, t in texts.values()) <= MAX_TEXT_CHARS_PER_SESSION
-    assert ("r", "f99.py", "f") in texts and ("r", "f0.py", "f") not in texts  # oldest dropped first
+    assert ("r", "f99.py", "f", 1) in texts and ("r", "f0.py", "f", 1) not in texts  # oldest dropped first
     reg.record("b", ["x"])
     reg.record("c", ["x"])  # "a" leaves the LRU, and its texts with it
     assert reg.earlier_texts("a") == {}
