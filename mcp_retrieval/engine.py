@@ -241,11 +241,12 @@ class Engine:
 
     # --- tools ----------------------------------------------------------------------------------
     def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None,
-              graph: bool | None = None, host: HostOutcome | None = None, recent_turns=()) -> Ranked:
+              graph: bool | None = None, host: HostOutcome | None = None, recent_turns=(),
+              pool_size: int | None = None) -> Ranked:
         return rank(query, config=self.config, retriever=self.retriever, graph_loader=self.graph,
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
                     path_prefix=path_prefix, host=host, stages=stages, graph=graph, history=self.history,
-                    recent_turns=recent_turns)
+                    recent_turns=recent_turns, pool_size=pool_size)
 
     @staticmethod
     def evidence(query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
@@ -276,13 +277,15 @@ class Engine:
         return Workspace.single(self).packet(query, **kwargs)
 
     def gather(self, query: str, active: list[str], subs: list[str], prefix: str | None, stages: StageLog, *,
-               for_packet: bool = False, host: HostOutcome | None = None, recent_turns=()) -> "Gathered":
+               for_packet: bool = False, host: HostOutcome | None = None, recent_turns=(),
+               pool_size: int | None = None) -> "Gathered":
         """This root's share of an answer: its ranked pool (fresh chunks only, for `context`) and its
         own know/miss on that pool."""
         if (miss := self._empty_miss()) is not None:
             return Gathered(self, None, [], miss)
         graph = self.config.graph and self.config.graph_in_packet if for_packet else None
-        ranked = self._rank(query, active, subs, prefix, stages, graph=graph, host=host, recent_turns=recent_turns)
+        ranked = self._rank(query, active, subs, prefix, stages, graph=graph, host=host, recent_turns=recent_turns,
+                            pool_size=pool_size)
         candidates, dropped = ranked.candidates, 0
         if not for_packet:
             with stages.run("freshness") as st:

@@ -43,7 +43,7 @@ class Ranked:
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
          stages: StageLog | None = None, graph: bool | None = None, history=None,
-         recent_turns: Sequence[str] = ()) -> Ranked:
+         recent_turns: Sequence[str] = (), pool_size: int | None = None) -> Ranked:
     stages = stages or StageLog()
     with stages.run("classify") as st:
         qclass = classify(query)
@@ -53,7 +53,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         st["detail"] = f"{len(anchors.paths)} paths, {len(anchors.identifiers)} identifiers"
     understanding = _understand_stages(query, sub_queries, host, stages, config.decompose)
     ranked: dict[str, list[tuple[str, float]]] = {}
-    pool = config.pool_size
+    pool = pool_size or config.pool_size
     with stages.run("lexical") as st:
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])

@@ -30,6 +30,7 @@ from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.validate import BadRequest, check_int, check_query, check_session, check_turns
 
+MIN_ROOT_POOL = 20  # candidates each root ranks at least, however many roots share the pool
 MAP_SHARE = 0.2  # of a broad question's budget, for the corpus map ahead of the chunks
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
@@ -360,11 +361,14 @@ class Workspace:
             return [engines[0].gather(query, active, subs, prefix, stages, for_packet=for_packet, host=host,
                                       recent_turns=recent_turns)]
         logs = [StageLog() for _ in engines]  # several roots: each one's stages reported with its name
+        # each root ranks its share of one pool: the merged pool is one pool's size, so two roots
+        # cost about what one does in fusion and rerank (the best of each root still leads)
+        share = max(MIN_ROOT_POOL, engines[0].config.pool_size // len(engines))
 
         def one(i: int) -> Gathered:
             active, prefix, subs = scopes[i]
             return engines[i].gather(query, active, subs, prefix, logs[i], for_packet=for_packet, host=host,
-                                     recent_turns=recent_turns)
+                                     recent_turns=recent_turns, pool_size=share)
 
         if self._pool is None:  # kept for the workspace's life: starting threads per call costs more than it saves
             self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="mcp-retrieval-root")
