@@ -27,9 +27,6 @@ _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
-# a command-line flag of two or more words (`--max-count`, `--no-ignore-vcs`): the code names the
-# option in its own case (`max_count`, `maxCount`, `MaxCount`), so each spelling is a candidate name
-_FLAG = re.compile(r"(?<![\w-])--([a-z][a-z0-9]*(?:-[a-z0-9]+)+)\b")
 _QUOTED = re.compile(r"\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'")
 _ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200})", re.M)
 _COMMON_WORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in into is it its
@@ -99,10 +96,6 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
             anchors.identifiers[name] += 2
     for name in _IDENT.findall(query):
         if _code_like(name):
-            anchors.identifiers[name] += 1
-    for flag in dict.fromkeys(_FLAG.findall(query)):
-        words = flag.split("-")
-        for name in ("_".join(words), words[0] + "".join(w.title() for w in words[1:]), "".join(w.title() for w in words)):
             anchors.identifiers[name] += 1
     for m in _SCOPED.finditer(query):  # `Type::method` reads like `Type.method` to the symbol index
         dotted = re.sub(r"::|->", ".", m.group(1))

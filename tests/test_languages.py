@@ -34,11 +34,6 @@ def test_scoped_names_macros_and_stack_frames_become_anchors():
     assert {"route_service", "format", "toJson"} <= set(a.identifiers)
 
 
-def test_a_command_line_flag_is_looked_up_in_each_casing_the_code_may_use():
-    a = extract("rg -m 1 --max-count 1 --context 2 prints too much; also --no-ignore-vcs, but not x--y")
-    assert {"max_count", "maxCount", "MaxCount", "no_ignore_vcs", "NoIgnoreVcs"} <= set(a.identifiers)
-    assert not {"context", "y"} & set(a.identifiers)  # one-word flags are plain words
-
 
 def candidate(path: str, score: float, text: str | None = None, start: int = 1) -> Candidate:
     text = text or f"int fn_{abs(hash((path, start)))}(void) {{ return {start}; }}"
