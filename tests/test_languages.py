@@ -34,7 +34,6 @@ def test_scoped_names_macros_and_stack_frames_become_anchors():
     assert {"route_service", "format", "toJson"} <= set(a.identifiers)
 
 
-
 def candidate(path: str, score: float, text: str | None = None, start: int = 1) -> Candidate:
     text = text or f"int fn_{abs(hash((path, start)))}(void) {{ return {start}; }}"
     chunk = StoredChunk(f"{path}:{start}", path, start, start + 5, None, "function", "c", path, text,
