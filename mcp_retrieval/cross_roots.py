@@ -36,8 +36,10 @@ def npm_package(root) -> tuple[str | None, str | None]:
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         return None, None
     entry = next((meta[k] for k in ("module", "main", "types") if isinstance(meta.get(k), str)), None)
-    if entry:
-        entry = entry.removeprefix("./").rsplit(".", 1)[0] if "." in entry.rsplit("/", 1)[-1] else entry.removeprefix("./")
+    if entry:  # `./dist/index.js` -> `dist/index` (the graph tries each source extension)
+        entry = entry.removeprefix("./")
+        stem, dot, ext = entry.rpartition(".")
+        entry = stem if dot and "/" not in ext else entry
     return meta["name"], entry
 
 
