@@ -225,7 +225,7 @@ class Workspace:
         """`host`: what the host-sampling stage produced (the server asks before calling this)."""
         query, notes = check_query(query)
         if not isinstance(render, str) or render not in assemble.RENDERS:
-            raise BadRequest(f"render must be one of {', '.join(assemble.RENDERS)}; got {render!r}")
+            raise BadRequest(f"render must be one of {', '.join(assemble.RENDERS)}; got {str(render)[:40]!r}")
         budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
         max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
         session_id = check_session(session_id)
@@ -236,7 +236,7 @@ class Workspace:
         window = assemble.Window()
         with stages.run("assemble") as st:
             if isinstance(outcome, Miss):
-                st["status"], st["detail"] = "skipped", "miss: marker-only window"
+                st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
