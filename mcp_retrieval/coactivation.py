@@ -6,7 +6,8 @@ three files; before that every pair decays by DECAY, so what answered together r
 most and one odd window fades. At most MAX_PAIRS pairs are kept (the weakest dropped). A file's
 strength as the partner of another is its pair weight over the strongest pair of that other
 file (0..1). Stored in the root's index directory (SQLite); a read-only or unwritable index
-learns nothing and answers as before.
+learns nothing and answers as before. Learned and read only where the root's `coactivation`
+setting is on (off by default: it measured neutral), so an off root writes nothing per window.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class CoActivation:
                 self._db.execute("COMMIT")
         except sqlite3.Error as exc:
             log.warning("co-activation not recorded (%s)", exc)
+            if self._db.in_transaction:  # never leave a half-done write open for the next window
+                self._db.execute("ROLLBACK")
 
     def partners(self, files: list[str]) -> dict[str, tuple[str, float]]:
         """For the given (head) files: every partner file -> (the head file, strength 0..1)."""

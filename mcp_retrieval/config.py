@@ -56,7 +56,7 @@ class Config:
     # graph-linked chunks already in the pool gain the graph tier's share (seed 001's reordering
     # prior): off, it lost top-1 on the Python split (docs/BENCHMARKS.md 9b)
     graph_prior: bool = False
-    coactivation: bool = False  # `packet`: lift files that answered together with a head file (BENCHMARKS 9f)
+    coactivation: bool = False  # learn from `context` windows and lift in `packet` files that answered together (9f)
     corpus_map: bool = True  # `context`: a map of the roots for broad questions and ask_user misses (seed 003)
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS.md 9e
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency

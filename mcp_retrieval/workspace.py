@@ -257,9 +257,10 @@ class Workspace:
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {sum(p.diff for p in window.placed)} "
                                 f"diffs, {window.tokens} tokens")
         placed = window.placed
-        for root in {p.candidate.root for p in placed}:  # what answered together, learned per root
-            self.engines[root].coactivation.record([p.candidate.chunk.path for p in placed
-                                                    if p.candidate.root == root and not p.stub])
+        for root in {p.candidate.root for p in placed}:  # what answered together, learned where it is used
+            if self.engines[root].config.coactivation:
+                self.engines[root].coactivation.record([p.candidate.chunk.path for p in placed
+                                                        if p.candidate.root == root and not p.stub])
         if session_id is not None and not ignore_delivered:  # a diff leaves the session holding the new text
             whole = [p.candidate for p in placed if not p.stub and not p.excerpt]
             self.sessions.record(session_id, [c.chunk.sha256 for c in whole])

@@ -211,6 +211,9 @@ def test_files_delivered_together_are_learned_decay_and_stay_bounded(engine):
 
     engine.coactivation.clear()
     engine.context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
+    assert engine.coactivation.partners(["src/shop/cart.py"]) == {}  # off (the default): nothing learned
+    engine.config.coactivation = True
+    engine.context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
     assert engine.coactivation.partners(["src/shop/cart.py"])["src/shop/pricing.py"] == ("src/shop/cart.py", 1.0)
     engine.coactivation.record(["x.py", "y.py"])
     for _ in range(10):

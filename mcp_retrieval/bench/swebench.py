@@ -181,7 +181,7 @@ def main(argv: list[str]) -> int:
             result["modes"][mode] = m
         if "coactive" in modes:  # the agent reads this window: what answered together is learned
             engine.config.tier_weights, engine.config.graph, engine.reranker = dict(base_weights), True, ZScoreReranker()
-            engine.config.graph_prior, engine.config.decompose = False, True
+            engine.config.graph_prior, engine.config.decompose, engine.config.coactivation = False, True, True
             engine.context(row["problem_statement"], budget_tokens=4000)
         results.append(result)
         if out_file:
