@@ -32,6 +32,10 @@ SeenKey = tuple[str, str, str, int]  # (root, path, symbol, first line)
 SeenText = tuple[str, int, str]  # (sha256, start line, text)
 
 
+def _chars(texts: dict[SeenKey, SeenText]) -> int:
+    return sum(len(text) for _, _, text in texts.values())
+
+
 def _key(session_id: str) -> str:
     return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -83,11 +87,12 @@ class SessionRegister:
             for k, v in items:
                 texts[k] = v
                 texts.move_to_end(k)
-            while texts and sum(len(t) for _, _, t in texts.values()) > MAX_TEXT_CHARS_PER_SESSION:
-                texts.popitem(last=False)
-            while len(self._texts) > 1 and sum(len(t) for ts in self._texts.values()
-                                               for _, _, t in ts.values()) > MAX_TEXT_CHARS:
-                self._texts.popitem(last=False)  # the least recently used session's texts go first
+            size = _chars(texts)
+            while texts and size > MAX_TEXT_CHARS_PER_SESSION:  # counted once, then kept by subtraction
+                size -= len(texts.popitem(last=False)[1][2])
+            total = sum(_chars(ts) for ts in self._texts.values())
+            while len(self._texts) > 1 and total > MAX_TEXT_CHARS:
+                total -= _chars(self._texts.popitem(last=False)[1])  # the least recently used session's go first
 
     def __len__(self) -> int:
         with self._lock:
