@@ -33,7 +33,7 @@ MAX_EXCERPT_HITS = 40
 MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking
 DIFF_SHARE = 0.6  # a changed definition comes as a diff only when that costs at most this share of it whole
 SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a header and an excerpt)
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old start, count; new start, count
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -162,14 +162,13 @@ def _seen_before(earlier: dict, c: Candidate):
     return parts[0] if len(parts) == 1 else None
 
 
-
 def unified_diff(old: str, old_start: int, new: str, new_start: int) -> str:
     """`old` -> `new` as unified-diff hunks (2 lines of context) numbered by file line."""
     out = []
     for line in difflib.unified_diff(old.split("\n"), new.split("\n"), n=2, lineterm=""):
         if line.startswith(("---", "+++")):
             continue
-        m = _HUNK.match(line)
+        m = HUNK_HEADER.match(line)
         if m:
             a, b, c, d = (int(x) if x else 1 for x in m.groups())
             line = f"@@ -{a + old_start - 1},{b} +{c + new_start - 1},{d} @@"
@@ -309,7 +308,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         body_cost = budget_tokens(p.text)
     seen = _seen_before(earlier, c)
     if seen is not None and seen[0] != c.chunk.sha256:  # changed since this session saw it
-        changes = _neutral_text(unified_diff(seen[2], seen[1], c.chunk.text, c.chunk.start_line))
+        changes = neutralize(unified_diff(seen[2], seen[1], c.chunk.text, c.chunk.start_line))  # one-off: not cached
         d = Placed(c, stub=False, text=changes, diff=True)
         cost = budget_tokens(_piece(d, False, layout)) + 1
         if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:

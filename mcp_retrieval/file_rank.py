@@ -159,4 +159,3 @@ def _pull_partners(order: list[FileKey], scores: dict[FileKey, float], chunks: d
                     c.why.append(f"paired header/source of {path}")
             break
     return sorted(scores, key=lambda p: -scores[p])
-

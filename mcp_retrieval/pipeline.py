@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.graph import CodeGraph

@@ -33,7 +33,6 @@ from mcp_retrieval.bench.swebench import gold_files
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.retrieve import Candidate
 
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+\d+(?:,\d+)? @@")
 _ELIDED = re.compile(r"^⋯ lines (\d+)-(\d+) elided ⋯$")
 
 
@@ -47,7 +46,7 @@ def patch_lines(patch: str) -> dict[str, set[int]]:
             continue
         if raw.startswith("+++ ") or path is None:
             continue
-        m = _HUNK.match(raw)
+        m = assemble.HUNK_HEADER.match(raw)
         if m:
             line = int(m.group(1))
             continue
