@@ -46,8 +46,8 @@ def main(argv: list[str]) -> int:
         as_diff, whole, shown, used = [], [], 0, 0
         for n, (path, name, start, end) in enumerate(rows):
             session = f"diffs-{n}"
-            first = _chunk(engine.context(name, session_id=session, budget_tokens=8000), path, name)
-            if first is None or not first.text:
+            first = _parts(engine.context(name, session_id=session, budget_tokens=8000), path, name)
+            if not first or not first[0].text:
                 continue
             file = tree / path
             lines = file.read_text().split("\n")
@@ -72,10 +72,6 @@ def main(argv: list[str]) -> int:
     finally:
         engine.close()
     return 0
-
-
-def _chunk(result, path: str, name: str):
-    return next((c for c in result.chunks if c.path == path and c.symbol == name), None)
 
 
 def _parts(result, path: str, name: str) -> list:
