@@ -2,14 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_serializer
 
 Tier = Literal["lexical", "dense", "path", "symbol", "history", "graph", "rerank"]
 
 
-class Know(BaseModel):
+class Compact(BaseModel):
+    """Optional fields are sent only when they say something: a field with a default is left out
+    while it is null (or a false flag listed in `_FLAGS`). Required fields are always sent, null or
+    not, so the structured content still validates against the tool's output schema. This keeps
+    the structured content close to the text content in size (docs/CONTRACT.md, "One copy")."""
+
+    _FLAGS: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _compact(self, handler):
+        data = handler(self)
+        fields = type(self).model_fields
+        for name in list(data):
+            field = fields.get(name)
+            if field is None or field.is_required():
+                continue
+            if data[name] is None or (name in self._FLAGS and data[name] is False):
+                del data[name]
+        return data
+
+
+class Know(Compact):
     found: Literal[True] = True
     confidence: float
     top_score: float
@@ -18,7 +39,7 @@ class Know(BaseModel):
     path_match: str | None = None
 
 
-class Miss(BaseModel):
+class Miss(Compact):
     found: Literal[False] = False
     # Bad input is a tool error, never a miss; every value below is produced (docs/CONTRACT.md).
     reason: Literal["abstain", "empty_index", "stale", "indexing", "not_found"]
@@ -27,7 +48,7 @@ class Miss(BaseModel):
     suggestions: list[str] | None = None
 
 
-class IndexStatus(BaseModel):
+class IndexStatus(Compact):
     version: str
     files: int
     chunks: int
@@ -56,7 +77,7 @@ class Stage(BaseModel):
     detail: str | None = None
 
 
-class Debug(BaseModel):
+class Debug(Compact):
     rewrite: dict | None = None
     candidate_pool: int = 0
     graph_added: int = 0
@@ -67,7 +88,7 @@ class Debug(BaseModel):
     stages: list[Stage] = Field(default_factory=list)
 
 
-class ChunkOut(BaseModel):
+class ChunkOut(Compact):
     root: str = Field(description="name of the workspace root holding the file")
     path: str
     start_line: int
@@ -82,17 +103,10 @@ class ChunkOut(BaseModel):
     excerpt: bool = Field(False, description="true: the signature and the lines around what matched; absent when false")
     diff: bool = Field(False, description="true: a unified diff against the text this session saw; absent when false")
 
-    @model_serializer(mode="wrap")
-    def _compact(self, handler):
-        """The flags are sent only when true: one chunk's metadata stays a small share of its text."""
-        data = handler(self)
-        for flag in ("delivered", "excerpt", "diff"):
-            if data.get(flag) is False:
-                del data[flag]
-        return data
+    _FLAGS: ClassVar[tuple[str, ...]] = ("delivered", "excerpt", "diff")  # sent only when true
 
 
-class ContextResult(BaseModel):
+class ContextResult(Compact):
     """Structured content of `context`. The rendered window (head line, headers, bodies, stubs) is
     the tool's text content and is not repeated here: each body travels once per channel."""
     know: Know | None = None
@@ -112,7 +126,7 @@ class ContextResult(BaseModel):
         self._window = text
 
 
-class PacketItem(BaseModel):
+class PacketItem(Compact):
     root: str = Field(description="name of the workspace root holding the file")
     path: str
     start_line: int
@@ -128,7 +142,7 @@ class PacketItem(BaseModel):
     why: str
 
 
-class PacketResult(BaseModel):
+class PacketResult(Compact):
     know: Know | None = None
     miss: Miss | None = None
     items: list[PacketItem] = Field(default_factory=list)
@@ -154,7 +168,7 @@ class GraphEdge(BaseModel):
     target_root: str  # can cross from one root into another
 
 
-class GraphResult(BaseModel):
+class GraphResult(Compact):
     nodes: list[GraphNode] = Field(default_factory=list)
     edges: list[GraphEdge] = Field(default_factory=list)
     truncated: bool = False

@@ -70,3 +70,32 @@ def test_the_documented_miss_reasons_and_escalations_are_exactly_those_produced(
 
 def test_the_readme_links_the_contract():
     assert "docs/CONTRACT.md" in (ROOT / "README.md").read_text()
+
+
+def test_structured_content_validates_against_the_output_schema_and_leaves_out_nulls(engine):
+    """What the host receives: each tool's structured content matches its published schema, and
+    optional fields that are null or flags that are false are not sent (docs/CONTRACT.md)."""
+    import jsonschema
+
+    calls = [("context", {"query": "apply_discount", "budget_tokens": 1000}),
+             ("context", {"query": "zzqx flurble wibbleton"}),
+             ("packet", {"query": "apply_discount"}),
+             ("query_graph", {"node": "apply_discount"})]
+
+    async def go():
+        async with Client(build_server(engine)) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            return [(tools[name], (await client.call_tool(name, args)).structured_content) for name, args in calls]
+
+    results = anyio.run(go)
+    for tool, data in results:
+        jsonschema.validate(data, tool.output_schema)
+        assert "debug" not in data, tool.name
+        assert data.get("know") is None or "miss" not in data
+    know, miss = results[0][1], results[1][1]
+    assert know["know"]["found"] and know["chunks"]
+    assert miss["miss"]["found"] is False and "know" not in miss
+    for chunk in know["chunks"]:
+        assert {"symbol", "text"} <= set(chunk)  # required: sent even when null
+        assert not {"delivered", "excerpt", "diff"} & {k for k, v in chunk.items() if v is False}
+    assert "roots" not in know["index"] and "store" not in know["index"]

@@ -126,8 +126,10 @@ def context_window(engine: Engine, query: str, budget: int, variant: str = "cont
     for c in r.chunks:
         if c.text:
             shown[c.path] |= shown_lines(c.path, c.start_line, c.text)
-    if r.chunks:  # what the server sends: the window as text, the model (no window) as structured content
-        STRUCTURED_RATIO.append(len(json.dumps(r.model_dump(mode="json"))) / max(1, len(r.window)))
+    if r.chunks:  # what the server sends: the window as text, the model (no window) as structured content,
+        # serialised as on the wire (pydantic's JSON: no spaces, non-ASCII as is)
+        wire = json.dumps(r.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
+        STRUCTURED_RATIO.append(len(wire) / max(1, len(r.window)))
     return shown, budget_tokens(r.window)
 
 
