@@ -89,16 +89,20 @@ class Debug(Compact):
 
 
 class ChunkOut(Compact):
-    root: str = Field(description="name of the workspace root holding the file")
+    """A chunk of the window, as a program places it: where it is and what the window shows. The
+    ranking evidence (`score`, `tiers`, `content_sha256`) comes only with `debug: true` — the model
+    does not need it, and sent always it made the structured content 1.25-1.7x the window at 1-2k
+    tokens (BENCHMARKS 10a); `packet` items carry it always."""
+    root: str | None = Field(None, description="name of the workspace root holding the file; when it has several")
     path: str
     start_line: int
     end_line: int
     symbol: str | None
-    score: float
-    tiers: list[Tier]
-    content_sha256: str
     tokens: int
     text: str | None = Field(description="what the window shows: the chunk, an excerpt or a diff; null for a stub")
+    score: float | None = Field(None, description="fused, reranked score; with debug")
+    tiers: list[Tier] | None = Field(None, description="retrieval tiers that found it; with debug")
+    content_sha256: str | None = Field(None, description="SHA-256 of the chunk's text in the index; with debug")
     delivered: bool = Field(False, description="true: a stub (delivered earlier in this session); absent when false")
     excerpt: bool = Field(False, description="true: the signature and the lines around what matched; absent when false")
     diff: bool = Field(False, description="true: a unified diff against the text this session saw; absent when false")

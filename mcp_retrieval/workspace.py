@@ -273,7 +273,8 @@ class Workspace:
             if escalate == "ask_user" and lead.engine.config.corpus_map:  # what there is, to ask the user about
                 text = "\n".join(filter(None, [text, self._map(roots, budget_tokens - assemble.budget_tokens(text) - 1)]))
             window = assemble.Window([], text, assemble.budget_tokens(text))
-        result = ContextResult(chunks=[_chunk_out(p) for p in placed], index=self.status())
+        result = ContextResult(chunks=[_chunk_out(p, several_roots=self.multi, debug=debug) for p in placed],
+                               index=self.status())
         result.window = window.text
         _set_outcome(result, outcome)
         if debug and lead.ranked is not None:
@@ -413,13 +414,14 @@ def _set_outcome(result, outcome: Know | Miss) -> None:
         result.know = outcome
 
 
-def _chunk_out(p: assemble.Placed) -> ChunkOut:
+def _chunk_out(p: assemble.Placed, *, several_roots: bool, debug: bool) -> ChunkOut:
+    """The root only when the window names roots; the ranking evidence only when debugging."""
     c = p.candidate
-    return ChunkOut(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line, end_line=c.chunk.end_line,
-                    symbol=c.chunk.symbol, score=round(c.score, 4), tiers=c.tiers,
-                    content_sha256=c.chunk.sha256,
+    evidence = dict(score=round(c.score, 4), tiers=c.tiers, content_sha256=c.chunk.sha256) if debug else {}
+    return ChunkOut(root=c.root if several_roots else None, path=c.chunk.path, start_line=c.chunk.start_line,
+                    end_line=c.chunk.end_line, symbol=c.chunk.symbol,
                     tokens=assemble.budget_tokens(p.text) if p.excerpt or p.diff else c.chunk.tokens, text=p.text,
-                    delivered=p.stub, excerpt=p.excerpt, diff=p.diff)
+                    delivered=p.stub, excerpt=p.excerpt, diff=p.diff, **evidence)
 
 
 def _packet_confidence(outcome: Know | Miss) -> float:

@@ -83,9 +83,9 @@ def test_a_second_identical_call_in_a_session_returns_stubs(engine):
     second = engine.context(q, session_id="s1")
     other = engine.context(q, session_id="s2")
     opted_out = engine.context(q, session_id="s1", ignore_delivered=True)
-    delivered = {c.content_sha256 for c in first.chunks}
-    stubs = {c.content_sha256 for c in second.chunks if c.delivered}
-    assert len(stubs) >= 0.8 * len(delivered)
+    delivered = {(c.path, c.start_line) for c in first.chunks}
+    stubs = {(c.path, c.start_line) for c in second.chunks if c.delivered}
+    assert delivered and stubs <= delivered and len(stubs) >= 0.8 * len(delivered)
     assert all(c.text is None for c in second.chunks if c.delivered)
     assert not any(c.delivered for c in other.chunks) and not any(c.delivered for c in opted_out.chunks)
 
