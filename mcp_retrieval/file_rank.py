@@ -12,8 +12,12 @@ partner ranks lower (or is not in the pool) lifts it to 80% of its own score.
 In Go and Rust a folder is a package: a file with its own evidence gains a share of the strongest
 other head file of its folder, so the second file of a package-local fix climbs (not in other
 languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS.md 9a).
+A Python file with its own evidence that one of the three strongest files imports gains a share of
+that file's score: the module an entry point calls into (a printer behind `lambdify`, a locale
+module behind the application) is often where the fix lands. Python only: in Go, Java, JS/TS and
+Rust the same lift lost first files (docs/BENCHMARKS.md 10b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
-Pure: the store is read only through the `partner_chunk` callback.
+Pure: the store is read only through the `partner_chunk` and `import_specs` callbacks.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from mcp_retrieval.assemble import jaccard, shingles
+from mcp_retrieval.import_links import imports
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -31,6 +36,9 @@ THIRD_HIT_SHARE = 0.10
 PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
 SIBLING_SHARE = 0.3  # a Go/Rust file gains this share of the best head file in its own folder (package)
 SIBLING_HEAD = 5
+IMPORT_SHARE = 0.3  # a file a head file imports gains this share of the importer's score
+IMPORT_HEAD = 3
+IMPORT_SUFFIXES = (".py",)  # where it was measured to help
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
@@ -88,6 +96,21 @@ def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
     return out
 
 
+def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, str], list[str]]) -> dict[FileKey, float]:
+    """A Python file with its own evidence gains IMPORT_SHARE of the strongest of the IMPORT_HEAD
+    head files (same root) that imports it."""
+    head = sorted(scores, key=lambda k: -scores[k])[:IMPORT_HEAD]
+    specs = {key: import_specs(*key) for key in head}
+    out = dict(scores)
+    for key, own in scores.items():
+        if not key[1].endswith(IMPORT_SUFFIXES):
+            continue
+        importers = [scores[h] for h in head if h != key and h[0] == key[0] and imports(h[1], specs[h], key[1])]
+        if importers:
+            out[key] = own + IMPORT_SHARE * max(importers)
+    return out
+
+
 def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[FileKey, float]]) -> dict[FileKey, float]:
     """A file with its own evidence that answered together with a head file before gains
     COACTIVE_SHARE x that pair's strength x the head file's score (`coactivation`)."""
@@ -119,12 +142,16 @@ def partners(path: str) -> list[str]:
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
                pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE,
-               coactive: dict[FileKey, tuple[FileKey, float]] | None = None) -> list[Candidate]:
+               coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
+               import_specs: Callable[[str, str], list[str]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped."""
     kept = drop_near_duplicates(candidates, near_duplicate)
-    scores = _lift_coactive(_lift_siblings(file_scores(kept)), coactive or {})
+    scores = _lift_siblings(file_scores(kept))
+    if import_specs is not None:
+        scores = _lift_imported(scores, import_specs)
+    scores = _lift_coactive(scores, coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):

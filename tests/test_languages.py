@@ -7,6 +7,7 @@ from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import partners, rank_files
+from mcp_retrieval.import_links import imports
 from mcp_retrieval.retrieve import Candidate
 
 
@@ -82,6 +83,41 @@ def test_a_file_that_answered_together_with_the_head_file_before_climbs():
     pool = [candidate("a.c", 1.0), candidate("b.c", 0.6), candidate("c.c", 0.5)]
     order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2, coactive={("", "c.c"): (("", "a.c"), 1.0)})))
     assert order == ["a.c", "c.c", "b.c"]
+
+
+def test_a_file_a_head_file_imports_climbs_over_one_it_does_not():
+    pool = [candidate("sym/utilities/lambdify.py", 1.0), candidate("sym/solvers/solve.py", 0.6),
+            candidate("sym/printing/pycode.py", 0.5)]
+    specs = {"sym/utilities/lambdify.py": ["sym.printing.pycode:PythonCodePrinter=Printer", "os"]}
+    ranked = rank_files(pool, per_file=2, import_specs=lambda root, path: specs.get(path, []))
+    assert list(dict.fromkeys(c.chunk.path for c in ranked)) == [
+        "sym/utilities/lambdify.py", "sym/printing/pycode.py", "sym/solvers/solve.py"]
+    unlinked = rank_files(pool, per_file=2, import_specs=lambda root, path: [])
+    assert [c.chunk.path for c in unlinked][1] == "sym/solvers/solve.py"
+
+
+def test_import_specs_of_each_language_name_the_files_they_import():
+    cases = [  # (importer, spec, file, imports it)
+        ("sympy/utilities/lambdify.py", "sympy.printing.pycode:MpmathPrinter=Printer", "sympy/printing/pycode.py", True),
+        ("sympy/utilities/lambdify.py", "sympy.printing.pycode:MpmathPrinter", "sympy/printing/numpy.py", False),
+        ("sympy/categories/__init__.py", ".baseclasses:Object", "sympy/categories/baseclasses.py", True),
+        ("pkg/a/b/x.py", "..c:Y", "pkg/a/c.py", True),
+        ("pkg/a/x.py", "pkg.a:b", "pkg/a/__init__.py", True),
+        ("pkg/a/x.py", "foo.os", "os.py", False),
+        ("src/main/java/com/x/A.java", "com.x.util.Strings", "src/main/java/com/x/util/Strings.java", True),
+        ("compat/src/PureComponent.js", "./util", "compat/src/util.js", True),
+        ("api/index.js", "../src/cards/stats-card.js", "src/cards/stats-card.js", True),
+        ("core/breaker/breaker.go", "github.com/acme/app/core/collection", "core/collection/window.go", True),
+        ("core/breaker/breaker.go", "github.com/acme/app/core/collection", "core/stat/x.go", False),
+        ("crates/cli/src/wtr.rs", "super::human::Size", "crates/cli/src/human.rs", True),
+        ("crates/core/main.rs", "crate::search::SearchWorker", "crates/core/search.rs", True),
+        ("crates/core/app/mod.rs", "self::args::X", "crates/core/app/args.rs", True),
+        ("lib/compress/zstd_compress.c", "zstd_compress_internal.h", "lib/compress/zstd_compress_internal.h", True),
+        ("lib/compress/zstd_compress.c", "common/mem.h", "lib/common/mem.h", True),
+        ("lib/compress/zstd_compress.c", "common/mem.h", "lib/common/pool.h", False),
+    ]
+    for importer, spec, path, expected in cases:
+        assert imports(importer, [spec], path) is expected, (importer, spec, path)
 
 
 def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions():

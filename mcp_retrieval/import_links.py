@@ -1,0 +1,99 @@
+"""Does one file import another? Read from the import specs the indexer stores, per language.
+
+`packet`'s file ranking asks this of a handful of pairs (the head files against the pool), so it
+is string work on the specs of a few files rather than a code-graph build: a spec becomes the
+module paths it can name (no extension), and a file matches when its path without extension —
+or its folder, for Go packages and Python `__init__` files — ends with one of them at a folder
+boundary. Specs as `indexers/symbols.py` writes them:
+
+    Python  `pkg.mod:Name=alias`, `.sibling:Name`, `..pkg.mod`     -> pkg/mod, pkg/mod/Name
+    Java    `com.acme.util.Strings`, `com.acme.util.*`            -> com/acme/util/Strings
+    JS/TS   `./util`, `../src/cards/card.js`, `preact`             -> resolved against the importer
+    Go      `github.com/acme/app/core/stat`                        -> the package folder, by suffix
+    Rust    `crate::a::b::{X, Y}`, `super::x`, `self::Kind::*`     -> a/b, a
+    C/C++   `foo/bar.h`                                            -> foo/bar
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+_EXTENSION = re.compile(r"\.(py|pyi|java|kt|js|jsx|ts|tsx|mjs|cjs|go|rs|c|cc|cpp|cxx|h|hh|hpp|hxx)$")
+_RUST_ROOTS = ("crate", "self", "super")
+_C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
+_RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
+
+
+def _strip_extension(path: str) -> str:
+    return _EXTENSION.sub("", path)
+
+
+def module_paths(spec: str, importer: str) -> list[str]:
+    """The repository-relative module paths (no extension) an import spec can name; a path is
+    matched as a suffix, so a package-qualified one need not start at the repository's top."""
+    spec = spec.partition("=")[0].strip()
+    folder = posixpath.dirname(importer)
+    if not spec:
+        return []
+    if "::" in spec:  # Rust: `crate::` from any file, `self::`/`super::` from the importer's module
+        parts = [p for p in spec.split("{")[0].split("::") if p and p != "*"]
+        own = folder if posixpath.basename(importer) in _RUST_MODULE_FILES else _strip_extension(importer)
+        relative = parts[:1] in (["self"], ["super"])
+        base = own
+        while parts and parts[0] in _RUST_ROOTS:
+            if parts.pop(0) == "super":
+                base = posixpath.dirname(base)
+        stems = ["/".join(parts[:n]) for n in range(len(parts), 0, -1)]
+        if relative:
+            return [posixpath.join(base, s) for s in stems] or [base]
+        return stems
+    if spec.startswith(("./", "../")):  # JS/TS relative path
+        return [posixpath.normpath(posixpath.join(folder, _strip_extension(spec)))]
+    if _C_INCLUDE.search(spec):  # `#include "x.h"`: beside the importer first, else anywhere
+        stem = _strip_extension(spec).lstrip("/")
+        return [posixpath.normpath(posixpath.join(folder, stem)), stem]
+    if "/" in spec:  # Go package path (`github.com/acme/app/core/stat`), JS package subpath
+        return [_strip_extension(spec).lstrip("/")]
+    module, _, name = spec.partition(":")
+    if module.startswith("."):  # Python relative: one dot is the importer's package
+        dots = len(module) - len(module.lstrip("."))
+        base = folder
+        for _ in range(dots - 1):
+            base = posixpath.dirname(base)
+        rest = module[dots:].replace(".", "/")
+        path = posixpath.join(base, rest) if rest else base
+    else:
+        path = module.removesuffix(".*").replace(".", "/")
+    out = [path]
+    if name and name != "*":
+        out.insert(0, f"{path}/{name}")  # `from pkg import submodule`
+    return out
+
+
+def _ends_with(path: str, suffix: str) -> bool:
+    return bool(suffix) and (path == suffix or path.endswith("/" + suffix))
+
+
+def _same_tail(a: str, b: str) -> bool:
+    """One path ends with the other at a folder boundary: a Go import path ends with the package
+    folder (`github.com/acme/app/core/stat` and `core/stat`), an include path with the header's."""
+    return _ends_with(a, b) or _ends_with(b, a)
+
+
+def imports(importer: str, specs: list[str], candidate: str) -> bool:
+    """Whether the file `importer`, with these import specs, imports `candidate`."""
+    if candidate == importer:
+        return False
+    stem = _strip_extension(candidate)
+    package = posixpath.dirname(candidate)
+    package_file = candidate.endswith(("/__init__.py", "/mod.rs")) or candidate.endswith(".go")
+    for spec in specs:
+        # a path-shaped spec (Go package, include) may carry more folders than the repository
+        # (`github.com/acme/app/`) or fewer (`bar.h` for `lib/bar.h`); a dotted one names the
+        # module from a package root, so only the file may carry more (`src/`)
+        match = _same_tail if "/" in spec and not spec.startswith(".") or _C_INCLUDE.search(spec) else _ends_with
+        for path in module_paths(spec, importer):
+            if match(stem, path) or (package_file and package and match(package, path)):
+                return True
+    return False
