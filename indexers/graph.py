@@ -9,6 +9,7 @@ contains, call, import, inherit, reference. Built lazily and rebuilt when the in
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 from collections import defaultdict, deque
@@ -132,6 +133,19 @@ class CodeGraph:
             if not hits:
                 hits = [i for i, n in enumerate(self.nodes) if n.kind == "file" and module_name(n.path) == ref]
         return (hits or [])[:20]
+
+    def nodes_in(self, path: str, start: int, end: int) -> list[int]:
+        """Definitions (not the file node) that begin inside `path`'s lines start..end; the nodes
+        are sorted by (path, start_line) as loaded."""
+        lo = bisect.bisect_left(self.nodes, (path, start), key=lambda n: (n.path, n.start_line))
+        out = []
+        for i in range(lo, len(self.nodes)):
+            n = self.nodes[i]
+            if n.path != path or n.start_line > end:
+                break
+            if n.kind != "file":
+                out.append(i)
+        return out
 
     def suggest(self, ref: str, n: int = 5) -> list[str]:
         key = ref.rsplit(".", 1)[-1].lower()

@@ -110,12 +110,23 @@ class ChunkOut(Compact):
     _FLAGS: ClassVar[tuple[str, ...]] = ("delivered", "excerpt", "diff")  # sent only when true
 
 
+class SignatureOut(Compact):
+    """A definition the delivered code calls or extends: its head line, not its body."""
+    root: str | None = Field(None, description="name of the workspace root; when it has several")
+    path: str
+    line: int
+    symbol: str
+    text: str
+
+
 class ContextResult(Compact):
     """Structured content of `context`. The rendered window (head line, headers, bodies, stubs) is
     the tool's text content and is not repeated here: each body travels once per channel."""
     know: Know | None = None
     miss: Miss | None = None
     chunks: list[ChunkOut] = Field(default_factory=list)
+    signatures: list[SignatureOut] | None = Field(None, description="what the delivered code calls or extends, "
+                                                  "in the window's room left; absent when none")
     index: IndexStatus
     debug: Debug | None = None
     _window: str = PrivateAttr("")

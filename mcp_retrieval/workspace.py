@@ -18,12 +18,12 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import assemble, corpus_map, file_rank
+from mcp_retrieval import assemble, closure, corpus_map, file_rank
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import TASKS, Engine, Gathered, node_out
 from mcp_retrieval.freshness import Fresh
-from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
+from mcp_retrieval.models import (ChunkOut, ContextResult, SignatureOut, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
                                   PacketResult, ReindexResult, RootStatus)
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.sampling import HostOutcome
@@ -233,7 +233,7 @@ class Workspace:
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False,
                              recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
-        window = assemble.Window()
+        window, signatures = assemble.Window(), []
         with stages.run("assemble") as st:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
@@ -256,6 +256,10 @@ class Workspace:
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {sum(p.diff for p in window.placed)} "
                                 f"diffs, {window.tokens} tokens")
+        if window.placed and lead.engine.config.signatures:
+            with stages.run("closure") as st:
+                window, signatures = self._closure(window, budget_tokens)
+                st["detail"] = f"{len(signatures)} signatures; {budget_tokens - window.tokens} tokens left"
         placed = window.placed
         for root in {p.candidate.root for p in placed}:  # what answered together, learned where it is used
             if self.engines[root].config.coactivation:
@@ -274,12 +278,31 @@ class Workspace:
                 text = "\n".join(filter(None, [text, self._map(roots, budget_tokens - assemble.budget_tokens(text) - 1)]))
             window = assemble.Window([], text, assemble.budget_tokens(text))
         result = ContextResult(chunks=[_chunk_out(p, several_roots=self.multi, debug=debug) for p in placed],
+                               signatures=[SignatureOut(root=s.root if self.multi else None, path=s.path, line=s.line,
+                                                        symbol=s.symbol, text=s.text) for s in signatures] or None,
                                index=self.status())
         result.window = window.text
         _set_outcome(result, outcome)
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
         return result
+
+    def _closure(self, window: assemble.Window, budget: int) -> tuple[assemble.Window, list]:
+        """The window with the signatures its bodies depend on in the room left (`closure`)."""
+        room = budget - window.tokens
+        if room < closure.MIN_ROOM:
+            return window, []
+        shown = [p for p in window.placed if not p.stub]
+        found = [s for root in dict.fromkeys(p.candidate.root for p in shown)
+                 for s in closure.dependencies(self.engines[root], shown)]
+        text, kept = closure.section(found, room, self.multi)
+        while kept:  # costed piecewise; the whole is counted once more (the ceiling is exact)
+            full = f"{window.text}\n{text}"
+            if (tokens := assemble.budget_tokens(full)) <= budget:
+                return assemble.Window(window.placed, full, tokens), kept
+            kept = kept[:-1]
+            text = "\n".join([closure.SECTION, *(s.render(self.multi) for s in kept)])
+        return window, []
 
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
                active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,

@@ -2,6 +2,7 @@ import pytest
 
 from mcp_retrieval import BadRequest, Engine
 from mcp_retrieval.indexers.tokens import budget_tokens
+from mcp_retrieval.closure import SECTION as SIGNATURES_SECTION
 from mcp_retrieval.neutralize import contains_tag
 
 
@@ -94,12 +95,31 @@ def test_forged_control_tags_in_indexed_text_never_reach_the_window(engine):
     r = engine.context("flux capacitor calibration release notes")
     assert any(c.path == "notes/forged.md" for c in r.chunks)
     ours = r.window.count("<mcp-retrieval:chunk ") + r.window.count("<mcp-retrieval:stub ")
+    ours += r.window.count(SIGNATURES_SECTION)
     for line in r.window.splitlines():
         if contains_tag(line):
-            assert line.startswith(("<mcp-retrieval:chunk ", "<mcp-retrieval:stub ")), line
+            assert line.startswith(("<mcp-retrieval:chunk ", "<mcp-retrieval:stub ")) or line == SIGNATURES_SECTION, line
             ours -= 1
     assert ours == 0
+    assert all(not contains_tag(s.text) for s in r.signatures or [])
     assert all(not contains_tag(c.text) for c in r.chunks if c.text)
+
+
+def test_the_room_left_holds_the_signatures_the_delivered_code_calls(engine):
+    r = engine.context("Cart total checkout", budget_tokens=6000, max_chunks=1, debug=True)
+    shown = {(c.path, c.symbol) for c in r.chunks}
+    assert r.signatures, r.window
+    assert r.window.count(SIGNATURES_SECTION) == 1
+    assert r.window.index(SIGNATURES_SECTION) > r.window.rindex("<mcp-retrieval:chunk ")  # after the bodies
+    for sig in r.signatures:
+        assert (sig.path, sig.symbol) not in shown
+        assert f"{sig.path}:{sig.line}  {sig.text}" in r.window.split(SIGNATURES_SECTION, 1)[1]
+        assert sig.text.startswith(("def ", "class ", "async def ")), sig.text
+    assert budget_tokens(r.window) <= 6000
+    closure_stage = next(s for s in r.debug.stages if s.name == "closure")
+    assert closure_stage.status == "done" and f"{len(r.signatures)} signatures" in closure_stage.detail
+    tight = engine.context("Cart total checkout", budget_tokens=256)
+    assert budget_tokens(tight.window) <= 256
 
 
 def test_an_edited_file_is_never_served_as_current(engine, workspace):

@@ -109,25 +109,30 @@ def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: 
 STRUCTURED_RATIO: list[float] = []  # structured content chars / text content chars, per context call
 
 
-VARIANTS = {"context": {}, "compact": {"render": "compact"}, "floor3": {"seat_floor": 3}, "floor2": {"seat_floor": 2}}
+VARIANTS = {"context": {}, "compact": {"render": "compact"}, "floor3": {"seat_floor": 3}, "floor2": {"seat_floor": 2},
+            "nosig": {"signatures": False}}
+CONFIG_VARIANTS = ("seat_floor", "signatures")  # set on the engine's config for the call, not passed as arguments
 
 
 def context_window(engine: Engine, query: str, budget: int, variant: str = "context") -> tuple[dict[str, set[int]], int]:
     kwargs = dict(VARIANTS[variant])
-    floor = kwargs.pop("seat_floor", None)
-    saved = engine.config.seat_floor
-    if floor is not None:
-        engine.config.seat_floor = floor
+    overrides = {k: kwargs.pop(k) for k in CONFIG_VARIANTS if k in kwargs}
+    saved = {k: getattr(engine.config, k) for k in overrides}
+    for k, v in overrides.items():
+        setattr(engine.config, k, v)
     try:
         r = engine.context(query, budget_tokens=budget, **kwargs)
     finally:
-        engine.config.seat_floor = saved
+        for k, v in saved.items():
+            setattr(engine.config, k, v)
     shown: dict[str, set[int]] = defaultdict(set)
     for c in r.chunks:
         if c.text:
             shown[c.path] |= shown_lines(c.path, c.start_line, c.text)
-    if r.chunks:  # what the server sends: the window as text, the model (no window) as structured content,
-        # serialised as on the wire (pydantic's JSON: no spaces, non-ASCII as is)
+    for sig in r.signatures or []:  # a signature shows its definition's first line
+        shown[sig.path].add(sig.line)
+    if r.chunks and variant == "context":  # what the server sends: the window as text, the model (no
+        # window) as structured content, serialised as on the wire (pydantic's JSON: compact, non-ASCII as is)
         wire = json.dumps(r.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
         STRUCTURED_RATIO.append(len(wire) / max(1, len(r.window)))
     return shown, budget_tokens(r.window)
@@ -202,6 +207,7 @@ def main(argv: list[str]) -> int:
     for row in rows:
         repo = row["repo"]
         engine, bm25, _, _ = open_instance(row, repos, work, engines, no_dense=args.no_dense)
+        engine.graph(wait=True)  # as in a server that has been up a while: the closure reads the graph
         funcs, lines = gold_functions(engine, row)
         files = gold_files(row)
         if not lines or not files:
