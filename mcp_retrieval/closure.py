@@ -83,10 +83,10 @@ def dependencies(engine, placed: list, limit: int = MAX_SIGNATURES) -> list[Sign
 
 
 def _signature(engine, node) -> str | None:
-    for chunk in engine.store.chunks_for_path(node.path):
-        if chunk.start_line <= node.start_line <= chunk.end_line:
-            return signature_text(chunk.text, chunk.start_line, node.start_line)
-    return None
+    """From the indexed chunk holding the definition's first line (the innermost, latest-starting)."""
+    rows = engine.store.query("SELECT start_line, text FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
+                              "ORDER BY start_line DESC LIMIT 1", (node.path, node.start_line, node.start_line))
+    return signature_text(rows[0][1], rows[0][0], node.start_line) if rows else None
 
 
 def section(signatures: list[Signature], room: int, show_root: bool) -> tuple[str, list[Signature]]:

@@ -263,3 +263,10 @@ def test_a_definition_changed_since_the_session_saw_it_comes_back_as_a_diff(engi
     assert not whole.diff and "def quarterly_revenue_report" in whole.text
     third = engine.context(q, session_id="d1")  # after the diff the session holds the new text: a stub
     assert next(c for c in third.chunks if c.symbol == "quarterly_revenue_report").delivered
+
+
+def test_a_signature_skips_decorators_and_joins_a_parameter_list_spread_over_lines():
+    from mcp_retrieval.closure import signature_text
+    body = "class A:\n    @property\n    @cache\n    def total(\n        self,\n        code: str,\n    ) -> float:\n        return 1\n"
+    assert signature_text(body, 10, 11) == "def total(self, code: str,) -> float:"
+    assert signature_text("func Run(ctx context.Context) error {\n\treturn nil\n}", 5, 5) == "func Run(ctx context.Context) error {"
