@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from mcp_retrieval.assemble import jaccard, shingles
-from mcp_retrieval.import_links import imports
+from mcp_retrieval.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -100,12 +100,12 @@ def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, st
     """A Python file with its own evidence gains IMPORT_SHARE of the strongest of the IMPORT_HEAD
     head files (same root) that imports it."""
     head = sorted(scores, key=lambda k: -scores[k])[:IMPORT_HEAD]
-    specs = {key: import_specs(*key) for key in head}
+    links = {key: Imports(key[1], import_specs(*key)) for key in head if key[1].endswith(IMPORT_SUFFIXES)}
     out = dict(scores)
     for key, own in scores.items():
         if not key[1].endswith(IMPORT_SUFFIXES):
             continue
-        importers = [scores[h] for h in head if h != key and h[0] == key[0] and imports(h[1], specs[h], key[1])]
+        importers = [scores[h] for h, link in links.items() if h != key and h[0] == key[0] and key[1] in link]
         if importers:
             out[key] = own + IMPORT_SHARE * max(importers)
     return out

@@ -81,19 +81,41 @@ def _same_tail(a: str, b: str) -> bool:
     return _ends_with(a, b) or _ends_with(b, a)
 
 
-def imports(importer: str, specs: list[str], candidate: str) -> bool:
-    """Whether the file `importer`, with these import specs, imports `candidate`."""
-    if candidate == importer:
-        return False
-    stem = _strip_extension(candidate)
-    package = posixpath.dirname(candidate)
-    package_file = candidate.endswith(("/__init__.py", "/mod.rs")) or candidate.endswith(".go")
-    for spec in specs:
+class Imports:
+    """One file's imports, read once: which files do they name? (`packet` asks it of a pool.)"""
+
+    def __init__(self, importer: str, specs: list[str]):
+        self.importer = importer
         # a path-shaped spec (Go package, include) may carry more folders than the repository
         # (`github.com/acme/app/`) or fewer (`bar.h` for `lib/bar.h`); a dotted one names the
         # module from a package root, so only the file may carry more (`src/`)
-        match = _same_tail if "/" in spec and not spec.startswith(".") or _C_INCLUDE.search(spec) else _ends_with
-        for path in module_paths(spec, importer):
-            if match(stem, path) or (package_file and package and match(package, path)):
+        self.exact: set[str] = set()  # dotted module paths: matched as suffixes of the file
+        self.loose: list[str] = []  # path-shaped: either may be the suffix of the other
+        for spec in specs:
+            loose = "/" in spec and not spec.startswith(".") or bool(_C_INCLUDE.search(spec))
+            for path in module_paths(spec, importer):
+                if loose:
+                    self.loose.append(path)
+                elif path:
+                    self.exact.add(path)
+
+    def __contains__(self, candidate: str) -> bool:
+        if candidate == self.importer:
+            return False
+        stem = _strip_extension(candidate)
+        forms = [stem]
+        if candidate.endswith(("/__init__.py", "/mod.rs")) or candidate.endswith(".go"):
+            if package := posixpath.dirname(candidate):
+                forms.append(package)
+        for form in forms:
+            parts = form.split("/")
+            if any("/".join(parts[i:]) in self.exact for i in range(len(parts))):
                 return True
-    return False
+            if any(_same_tail(form, path) for path in self.loose):
+                return True
+        return False
+
+
+def imports(importer: str, specs: list[str], candidate: str) -> bool:
+    """Whether the file `importer`, with these import specs, imports `candidate`."""
+    return candidate in Imports(importer, specs)
