@@ -57,7 +57,7 @@ class Config:
     # prior): off, it lost top-1 on the Python split (docs/BENCHMARKS.md 9b)
     graph_prior: bool = False
     coactivation: bool = False  # learn from `context` windows and lift in `packet` files that answered together (9f)
-    signatures: bool = True  # `context`: the window's room left holds the signatures the bodies call (closure)
+    signatures: bool = False  # `context`: the room left holds what the bodies call (closure; neutral, 10a)
     corpus_map: bool = True  # `context`: a map of the roots for broad questions and ask_user misses (seed 003)
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS.md 9e
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency

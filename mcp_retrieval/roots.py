@@ -23,7 +23,10 @@ from pathlib import Path
 from mcp_retrieval.config import detect_root
 
 CONFIG_FILE = ".mcp-retrieval.toml"
-SETTINGS = {"embedder": str, "understand": str, "understand_budget": int}
+SETTINGS = {"embedder": str, "understand": str, "understand_budget": int,
+            # measured neutral on the dev splits, so off unless a deployment turns them on:
+            "signatures": bool,  # the closure's signatures in a window's room left (BENCHMARKS 10a)
+            "coactivation": bool}  # files that answered together before, lifted in packet (9f)
 
 
 @dataclass

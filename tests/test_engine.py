@@ -106,6 +106,8 @@ def test_forged_control_tags_in_indexed_text_never_reach_the_window(engine):
 
 
 def test_the_room_left_holds_the_signatures_the_delivered_code_calls(engine):
+    assert engine.context("Cart total checkout", max_chunks=1).signatures is None  # off unless turned on
+    engine.config.signatures = True
     r = engine.context("Cart total checkout", budget_tokens=6000, max_chunks=1, debug=True)
     shown = {(c.path, c.symbol) for c in r.chunks}
     assert r.signatures, r.window

@@ -167,3 +167,21 @@ def test_started_without_roots_the_server_follows_the_clients_roots_over_stdio(w
             assert (top["root"], top["path"]) == ("client-lib", "client/http_client.py")
 
     anyio.run(go)
+
+
+def test_the_off_by_default_mechanisms_are_switched_on_in_the_settings(workspace, tmp_path, monkeypatch):
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    config = tmp_path / ".mcp-retrieval.toml"
+    config.write_text(f'roots = ["shop={workspace}"]\n[settings]\nsignatures = true\ncoactivation = true\n')
+    ws = open_workspace(read_config(config), embedder=HashEmbedder(), persist_sessions=False)
+    try:
+        ws.reindex()
+        engine = ws.engines["shop"]
+        assert engine.config.signatures and engine.config.coactivation
+        r = ws.context("Cart total checkout", max_chunks=1)
+        assert r.signatures and "<mcp-retrieval:signatures " in r.window
+    finally:
+        ws.close()
+    config.write_text(f'roots = ["shop={workspace}"]\n[settings]\nsignatures = "yes"\n')
+    with pytest.raises(ValueError, match="signatures"):
+        read_config(config)

@@ -110,7 +110,7 @@ STRUCTURED_RATIO: list[float] = []  # structured content chars / text content ch
 
 
 VARIANTS = {"context": {}, "compact": {"render": "compact"}, "floor3": {"seat_floor": 3}, "floor2": {"seat_floor": 2},
-            "nosig": {"signatures": False}}
+            "sig": {"signatures": True}}
 CONFIG_VARIANTS = ("seat_floor", "signatures")  # set on the engine's config for the call, not passed as arguments
 
 
