@@ -31,11 +31,13 @@ class Compact(BaseModel):
 
 
 class Know(Compact):
+    """The answer holds. `confidence` is what an agent reads; the evidence behind it (`top_score`,
+    `score_gap`, `lexical_dense_agree`) comes with `debug: true` (see ChunkOut)."""
     found: Literal[True] = True
     confidence: float
-    top_score: float
-    score_gap: float
-    lexical_dense_agree: bool
+    top_score: float | None = Field(None, description="the best candidate's score; with debug")
+    score_gap: float | None = Field(None, description="its lead over the next; with debug")
+    lexical_dense_agree: bool | None = Field(None, description="lexical and vector search agree on it; with debug")
     path_match: str | None = None
 
 
@@ -90,16 +92,17 @@ class Debug(Compact):
 
 class ChunkOut(Compact):
     """A chunk of the window, as a program places it: where it is and what the window shows. The
-    ranking evidence (`score`, `tiers`, `content_sha256`) comes only with `debug: true` — the model
-    does not need it, and sent always it made the structured content 1.25-1.7x the window at 1-2k
-    tokens (BENCHMARKS 10a); `packet` items carry it always."""
+    ranking evidence and accounting (`score`, `tiers`, `content_sha256`, `tokens`) come only with
+    `debug: true` — the model does not need them, and sent always they made the structured content
+    1.25-1.7x the window at 1-2k tokens (BENCHMARKS 10a); `packet` items carry them always."""
     root: str | None = Field(None, description="name of the workspace root holding the file; when it has several")
     path: str
     start_line: int
     end_line: int
     symbol: str | None
-    tokens: int
     text: str | None = Field(description="what the window shows: the chunk, an excerpt or a diff; null for a stub")
+    tokens: int | None = Field(None, description="what it costs in the window (an excerpt or diff: what it "
+                                                 "delivers); with debug")
     score: float | None = Field(None, description="fused, reranked score; with debug")
     tiers: list[Tier] | None = Field(None, description="retrieval tiers that found it; with debug")
     content_sha256: str | None = Field(None, description="SHA-256 of the chunk's text in the index; with debug")

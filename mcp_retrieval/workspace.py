@@ -282,7 +282,7 @@ class Workspace:
                                                         symbol=s.symbol, text=s.text) for s in signatures] or None,
                                index=self.status())
         result.window = window.text
-        _set_outcome(result, outcome)
+        _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
         return result
@@ -354,7 +354,7 @@ class Workspace:
                                         fresh=state == Fresh.FRESH, action=action, tokens=c.chunk.tokens,
                                         why=_why(c, state)))
         result = PacketResult(items=items, index=self.status())
-        _set_outcome(result, outcome)
+        _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, 0)
         return result
@@ -431,20 +431,22 @@ def head_line(outcome: Know | Miss) -> str:
     return f"know (confidence {outcome.confidence:.2f})"
 
 
-def _set_outcome(result, outcome: Know | Miss) -> None:
+def _set_outcome(result, outcome: Know | Miss, debug: bool) -> None:
+    """The decision; a `know`'s evidence only when debugging (models.Know)."""
     if isinstance(outcome, Miss):
         result.miss = outcome
     else:
-        result.know = outcome
+        result.know = outcome if debug else outcome.model_copy(
+            update={"top_score": None, "score_gap": None, "lexical_dense_agree": None})
 
 
 def _chunk_out(p: assemble.Placed, *, several_roots: bool, debug: bool) -> ChunkOut:
     """The root only when the window names roots; the ranking evidence only when debugging."""
     c = p.candidate
-    evidence = dict(score=round(c.score, 4), tiers=c.tiers, content_sha256=c.chunk.sha256) if debug else {}
+    evidence = dict(score=round(c.score, 4), tiers=c.tiers, content_sha256=c.chunk.sha256,
+                    tokens=assemble.budget_tokens(p.text) if p.excerpt or p.diff else c.chunk.tokens) if debug else {}
     return ChunkOut(root=c.root if several_roots else None, path=c.chunk.path, start_line=c.chunk.start_line,
-                    end_line=c.chunk.end_line, symbol=c.chunk.symbol,
-                    tokens=assemble.budget_tokens(p.text) if p.excerpt or p.diff else c.chunk.tokens, text=p.text,
+                    end_line=c.chunk.end_line, symbol=c.chunk.symbol, text=p.text,
                     delivered=p.stub, excerpt=p.excerpt, diff=p.diff, **evidence)
 
 

@@ -53,7 +53,7 @@ def test_any_context_arguments_give_a_contract_result_or_a_bad_request(engine, q
     from mcp_retrieval import BadRequest
 
     try:
-        r = engine.context(query, budget_tokens=budget, max_chunks=chunks, path_prefix=prefix)
+        r = engine.context(query, budget_tokens=budget, max_chunks=chunks, path_prefix=prefix, debug=True)
     except BadRequest as exc:
         assert str(exc)
         return

@@ -97,6 +97,7 @@ def test_structured_content_validates_against_the_output_schema_and_leaves_out_n
     assert miss["miss"]["found"] is False and "know" not in miss
     for chunk in know["chunks"]:
         assert {"symbol", "text"} <= set(chunk)  # required: sent even when null
-        assert not {"root", "score", "tiers", "content_sha256"} & set(chunk)  # one root; evidence with debug only
+        assert not {"root", "score", "tiers", "content_sha256", "tokens"} & set(chunk)  # one root; evidence: debug
         assert not {"delivered", "excerpt", "diff"} & {k for k, v in chunk.items() if v is False}
+    assert set(know["know"]) <= {"found", "confidence", "path_match"}  # the evidence comes with debug
     assert "roots" not in know["index"] and "store" not in know["index"]

@@ -250,11 +250,11 @@ def test_a_definition_changed_since_the_session_saw_it_comes_back_as_a_diff(engi
     report.write_text(f"def quarterly_revenue_report(totals, rate):\n{body}\n    return line_0\n")
     engine.reindex(paths=["src/shop/report.py"])
     q = "quarterly_revenue_report"
-    first = engine.context(q, session_id="d1")
+    first = engine.context(q, session_id="d1", debug=True)
     assert any(c.symbol == "quarterly_revenue_report" and c.text for c in first.chunks)
     report.write_text(report.read_text().replace("line_7 = totals[7] * rate", "line_7 = totals[7] * rate * 2"))
     engine.reindex(paths=["src/shop/report.py"])
-    second = engine.context(q, session_id="d1")
+    second = engine.context(q, session_id="d1", debug=True)
     changed = next(c for c in second.chunks if c.symbol == "quarterly_revenue_report")
     assert changed.diff and "-    line_7 = totals[7] * rate + offset_7" in changed.text
     assert "+    line_7 = totals[7] * rate * 2 + offset_7" in changed.text and "@@ -7," in changed.text

@@ -38,7 +38,7 @@ async def _ask(root: Path, index_dir: Path, questions: list[dict], facets: list[
         out["reindex"] = {**r.structured_content, "wall_s": round(time.perf_counter() - t0, 1)}
         for q in questions:
             t0 = time.perf_counter()
-            r = await client.call_tool("context", {"query": q["question"], "budget_tokens": 3000})
+            r = await client.call_tool("context", {"query": q["question"], "budget_tokens": 3000, "debug": True})
             ms = (time.perf_counter() - t0) * 1000
             chunks = r.structured_content["chunks"]
             first = chunks[0]["path"] if chunks else None
