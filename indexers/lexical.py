@@ -66,18 +66,47 @@ class LexicalIndex:
                 del writer  # releases Tantivy's writer lock
         self.index.reload()
 
-    def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first; `path` restricts the search to one file."""
+    def _query(self, query: str):
         counts = query_terms(query)
         if not counts:
-            return []
+            return None
         clauses = []
         for term, count in counts.items():
             weight = 1.0 + math.log(count)
             for field, boost in FIELD_BOOSTS.items():
                 q = tantivy.Query.term_query(self.schema, field, term)
                 clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
-        query_obj = tantivy.Query.boolean_query(clauses)
+        return tantivy.Query.boolean_query(clauses)
+
+    def best_in_files(self, query: str, paths: list[str], scan: int = 40) -> dict[str, str]:
+        """The best-matching chunk id of each file in `paths`, from one search over them all (a
+        search per file cost 12 query builds and searches: 34 against 5 ms on sympy); a file crowded
+        out of the first `scan` hits per file is searched alone. Files with no match are left out."""
+        query_obj = self._query(query)
+        if query_obj is None or not paths:
+            return {}
+        files = tantivy.Query.boolean_query([(tantivy.Occur.Should, tantivy.Query.term_query(self.schema, "path", p))
+                                             for p in dict.fromkeys(paths)])
+        searcher = self.index.searcher()
+        result = searcher.search(tantivy.Query.boolean_query([(tantivy.Occur.Must, files),
+                                                              (tantivy.Occur.Must, query_obj)]), max(1, scan * len(paths)))
+        best: dict[str, str] = {}
+        for _, address in result.hits:
+            doc = searcher.doc(address)
+            best.setdefault(doc["path"][0], doc["id"][0])
+            if len(best) == len(paths):
+                break
+        for path in set(paths) - set(best):  # crowded out of the scan by long files: ask that file alone
+            hit = self.search(query, 1, path=path)
+            if hit:
+                best[path] = hit[0][0]
+        return best
+
+    def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first; `path` restricts the search to one file."""
+        query_obj = self._query(query)
+        if query_obj is None:
+            return []
         if path is not None:
             query_obj = tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "path", path)),

@@ -151,9 +151,9 @@ class Retriever:
         evidence = history.files_for(query, self.resolver().known, limit)
         hits: list[tuple[str, float]] = []
         why: dict[str, str] = {}
+        best = self.lexical.best_in_files(query, [ev.path for ev in evidence])
         for ev in evidence:
-            within = self.lexical.search(query, 1, path=ev.path)
-            cid = within[0][0] if within else next((c.id for c in self.store.chunks_for_path(ev.path)), None)
+            cid = best.get(ev.path) or next((c.id for c in self.store.chunks_for_path(ev.path)), None)
             if cid is not None:
                 hits.append((cid, ev.score))
                 why[cid] = f"past commits touching this file match the question (e.g. {ev.subject[:80]!r})"

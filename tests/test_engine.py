@@ -272,3 +272,15 @@ def test_a_signature_skips_decorators_and_joins_a_parameter_list_spread_over_lin
     body = "class A:\n    @property\n    @cache\n    def total(\n        self,\n        code: str,\n    ) -> float:\n        return 1\n"
     assert signature_text(body, 10, 11) == "def total(self, code: str,) -> float:"
     assert signature_text("func Run(ctx context.Context) error {\n\treturn nil\n}", 5, 5) == "func Run(ctx context.Context) error {"
+
+
+def test_one_search_over_several_files_finds_each_files_best_chunk_as_a_search_per_file_does(engine):
+    lexical = engine.retriever.lexical
+    query = "apply discount code total tax cart item quantity shipping express"
+    paths = ["src/shop/pricing.py", "src/shop/cart.py", "docs/guide.md", "no/such/file.py"]
+    best = lexical.best_in_files(query, paths)
+    for path in paths:
+        alone = lexical.search(query, 1, path=path)
+        assert best.get(path) == (alone[0][0] if alone else None), path
+    assert "src/shop/pricing.py" in best and "no/such/file.py" not in best
+    assert lexical.best_in_files(query, paths, scan=0) == best  # crowded out: each file asked alone
