@@ -23,8 +23,8 @@ from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import TASKS, Engine, Gathered, node_out
 from mcp_retrieval.freshness import Fresh
-from mcp_retrieval.models import (ChunkOut, ContextResult, SignatureOut, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
-                                  PacketResult, ReindexResult, RootStatus)
+from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
+                                  PacketResult, ReindexResult, RootStatus, SignatureOut)
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.stages import StageLog
