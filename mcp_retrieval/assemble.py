@@ -77,7 +77,11 @@ class Window:
 @functools.lru_cache(maxsize=20_000)
 def shingles(text: str) -> frozenset[int]:
     """Hashed 3-grams of the text's terms (cached: the same chunks recur across calls)."""
-    words = terms(text)
+    return gram_set(terms(text))
+
+
+def gram_set(words: list[str]) -> frozenset[int]:
+    """Hashed SHINGLE-grams of a word sequence (a shorter sequence is one gram)."""
     if len(words) < SHINGLE:
         return frozenset({hash(tuple(words))}) if words else frozenset()
     return frozenset(hash(tuple(words[i: i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))

@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
-from mcp_retrieval.assemble import SHINGLE, jaccard
+from mcp_retrieval.assemble import gram_set, jaccard
 from mcp_retrieval.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
 
@@ -59,10 +59,7 @@ def word_shingles(text: str) -> frozenset[int]:
     the identifier splitting of `assemble.shingles` (MMR's measure) is not needed to find them,
     and it cost 4x: 19 against 5 ms a `packet` over the dev pools, the same files dropped in
     every ranking that counts (docs/BENCHMARKS.md 10b)."""
-    words = _WORDS.findall(text.lower())
-    if len(words) < SHINGLE:
-        return frozenset({hash(tuple(words))}) if words else frozenset()
-    return frozenset(hash(tuple(words[i: i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
+    return gram_set(_WORDS.findall(text.lower()))
 
 
 def file_scores(candidates: Sequence[Candidate]) -> dict[FileKey, float]:
