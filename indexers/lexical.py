@@ -97,16 +97,16 @@ class LexicalIndex:
             if len(best) == len(paths):
                 break
         for path in set(paths) - set(best):  # crowded out of the scan by long files: ask that file alone
-            hit = self.search(query, 1, path=path)
-            if hit:
+            if hit := self._run(query_obj, 1, path):
                 best[path] = hit[0][0]
         return best
 
     def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:
         """(chunk id, BM25 score), best first; `path` restricts the search to one file."""
         query_obj = self._query(query)
-        if query_obj is None:
-            return []
+        return [] if query_obj is None else self._run(query_obj, limit, path)
+
+    def _run(self, query_obj, limit: int, path: str | None) -> list[tuple[str, float]]:
         if path is not None:
             query_obj = tantivy.Query.boolean_query([
                 (tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "path", path)),
