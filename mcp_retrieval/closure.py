@@ -89,14 +89,17 @@ def _signature(engine, node) -> str | None:
     return signature_text(rows[0][1], rows[0][0], node.start_line) if rows else None
 
 
-def section(signatures: list[Signature], room: int, show_root: bool) -> tuple[str, list[Signature]]:
-    """The section text within `room` tokens (the newline before it included) and what it holds."""
-    if room < MIN_ROOM or not signatures:
-        return "", []
-    text, kept = SECTION, []
+def render(signatures: list[Signature], show_root: bool) -> str:
+    """The section: its marker line, then one line a signature."""
+    return "\n".join([SECTION, *(sig.render(show_root) for sig in signatures)])
+
+
+def fitting(signatures: list[Signature], room: int, show_root: bool) -> list[Signature]:
+    """The leading signatures whose section fits in `room` tokens (the newline before it included);
+    the caller skips the graph work when the room is under MIN_ROOM."""
+    kept: list[Signature] = []
     for sig in signatures:
-        candidate = f"{text}\n{sig.render(show_root)}"
-        if budget_tokens(candidate) + 1 > room:
+        if budget_tokens(render([*kept, sig], show_root)) + 1 > room:
             break
-        text, kept = candidate, [*kept, sig]
-    return (text, kept) if kept else ("", [])
+        kept.append(sig)
+    return kept

@@ -295,13 +295,12 @@ class Workspace:
         shown = [p for p in window.placed if not p.stub]
         found = [s for root in dict.fromkeys(p.candidate.root for p in shown)
                  for s in closure.dependencies(self.engines[root], shown)]
-        text, kept = closure.section(found, room, self.multi)
+        kept = closure.fitting(found, room, self.multi)
         while kept:  # costed piecewise; the whole is counted once more (the ceiling is exact)
-            full = f"{window.text}\n{text}"
+            full = f"{window.text}\n{closure.render(kept, self.multi)}"
             if (tokens := assemble.budget_tokens(full)) <= budget:
                 return assemble.Window(window.placed, full, tokens), kept
             kept = kept[:-1]
-            text = "\n".join([closure.SECTION, *(s.render(self.multi) for s in kept)])
         return window, []
 
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
