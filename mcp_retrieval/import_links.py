@@ -114,8 +114,3 @@ class Imports:
             if any(_same_tail(form, path) for path in self.loose):
                 return True
         return False
-
-
-def imports(importer: str, specs: list[str], candidate: str) -> bool:
-    """Whether the file `importer`, with these import specs, imports `candidate`."""
-    return candidate in Imports(importer, specs)
