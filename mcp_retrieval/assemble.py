@@ -53,10 +53,14 @@ class Layout:
     `seat_floor`: while fewer files than this are in the window, a chunk may use only what leaves
     SEAT_TOKENS for each further file (bigger ones come as excerpts), so a tight budget shows
     several files instead of one long function. `max_share`: no chunk takes more than this share of
-    the budget in full. `compact`: headers carry path and lines only (no symbol, a short excerpt
-    note) — for small local models that pay for every token of markup."""
+    the budget in full. `excerpt_share`: no excerpt takes more than this share of the budget — an
+    excerpt stands in for a chunk that did not fit, and a long one (the matching lines of a
+    2,000-token function) would leave a tight budget no room for the next candidate, often the
+    answer whole (docs/BENCHMARKS.md 11a). `compact`: headers carry path and lines only (no symbol,
+    a short excerpt note) — for small local models that pay for every token of markup."""
     seat_floor: int = 0
     max_share: float = 1.0
+    excerpt_share: float = 0.5
     compact: bool = False
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
@@ -251,12 +255,13 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     chosen: list[Placed] = []
     if candidates and remaining > 0:
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
-                         max_piece=int(layout.max_share * budget), earlier=earlier or {})
+                         max_piece=int(layout.max_share * budget), max_excerpt=int(layout.excerpt_share * budget),
+                         earlier=earlier or {})
     return _fit(order_for_reading(chosen), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
-            layout: Layout, max_piece: int, earlier: dict) -> list[Placed]:
+            layout: Layout, max_piece: int, max_excerpt: int, earlier: dict) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
@@ -276,7 +281,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         key = (best.root, best.chunk.path)
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
-        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier)
+        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt)
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -298,10 +303,10 @@ def _neutral_text(text: str) -> str:
 
 
 def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_terms,
-           layout: Layout, earlier: dict) -> tuple[Placed | None, int]:
+           layout: Layout, earlier: dict, max_excerpt: int | None = None) -> tuple[Placed | None, int]:
     """The candidate as it would be placed (stub, diff, whole, or excerpt) and its cost with a full
     header (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0)
-    when it cannot fit in `remaining`."""
+    when it cannot fit in `remaining` (an excerpt: in `max_excerpt` either)."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
         return (p, header_cost) if header_cost <= remaining else (None, 0)
@@ -320,6 +325,8 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
     if header_cost + body_cost <= remaining:
         return p, header_cost + body_cost
     p.excerpt = True
+    if max_excerpt is not None:
+        remaining = min(remaining, max_excerpt)
     room = remaining - budget_tokens(header_line(p, False, layout) + "\n") - 1
     if room < MIN_EXCERPT_TOKENS or not query_terms:
         return None, 0

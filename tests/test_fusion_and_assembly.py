@@ -46,7 +46,7 @@ texts = st.tuples(st.integers(0, 150), st.sampled_from(["x", "discount", "Q" * 3
 
 
 layouts = st.builds(Layout, seat_floor=st.integers(0, 5), max_share=st.floats(0.1, 1.0), compact=st.booleans(),
-                    show_root=st.booleans())
+                    show_root=st.booleans(), excerpt_share=st.floats(0.05, 1.0))
 
 
 @settings(max_examples=100, deadline=None)
@@ -76,6 +76,21 @@ def test_a_chunk_bigger_than_the_budget_comes_as_its_signature_and_matching_line
     shown = window.placed[0].text
     assert shown.startswith("def function_1(order, factor):") and "apply_discount(order)" in shown
     assert "elided" in shown and 'excerpt="' in window.text and window.tokens <= 400
+
+
+def test_an_excerpt_leaves_half_the_budget_for_the_next_candidate_whole():
+    # The long top chunk matches on many lines; uncapped, its excerpt would take the whole budget.
+    long = make_text(1, 300, "discount")
+    answer = make_text(2, 25, "x")
+    pool = [make_candidate(1, budget_counts([long])[0], 1.0, long), make_candidate(2, budget_counts([answer])[0], 0.9, answer)]
+    budget = 1000
+    window = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"discount"}))
+    first, second = window.placed
+    assert first.excerpt and budget_tokens(first.text) <= budget // 2
+    assert not second.excerpt and second.text == answer and window.tokens <= budget
+    uncapped = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"discount"}),
+                        layout=Layout(excerpt_share=1.0))
+    assert [p.candidate.chunk.id for p in uncapped.placed] == ["id0001"]
 
 
 def test_near_duplicates_are_dropped_and_the_budget_goes_to_new_evidence():
