@@ -4,6 +4,7 @@ that bound bytes, and one-line errors for arguments of the wrong type."""
 from __future__ import annotations
 
 import json
+import re
 
 import anyio
 from mcp import Client
@@ -111,5 +112,10 @@ def test_structured_content_carries_each_body_once(engine):
             assert bodies and all(text.count(b) >= 1 for b in bodies)
             dumped = json.dumps(r.structured_content)
             assert all(dumped.count(json.dumps(b)[1:-1]) == 1 for b in bodies if len(b) > 40)
+            # a path is written once per run of one file's chunks, in both channels alike
+            named = [c.get("path") for c in r.structured_content["chunks"]]
+            headers = re.findall(r'<mcp-retrieval:(?:chunk|stub) (path="([^"]*)" )?lines=', text)
+            assert named[0] and named == [path or None for _, path in headers]
+            assert len(named) > len({n for n in named if n})  # the fixture puts several chunks of one file
 
     anyio.run(go)
