@@ -37,6 +37,10 @@ CREATE TABLE IF NOT EXISTS symbols (
 CREATE INDEX IF NOT EXISTS symbols_path ON symbols(path);
 CREATE INDEX IF NOT EXISTS symbols_name ON symbols(name);
 CREATE INDEX IF NOT EXISTS symbols_qualname ON symbols(qualname);
+-- a dotted name's last part finds its definitions; file rows (named `x.py`, qualified as the module)
+-- are matched apart (see `Store.definitions_ending`)
+CREATE INDEX IF NOT EXISTS symbols_name_nocase ON symbols(name COLLATE NOCASE);
+CREATE INDEX IF NOT EXISTS symbols_files ON symbols(qualname, path, start_line) WHERE kind='file';
 CREATE TABLE IF NOT EXISTS edges (
     path TEXT, source TEXT, target TEXT, type TEXT, line INTEGER);
 CREATE INDEX IF NOT EXISTS edges_path ON edges(path);
@@ -214,6 +218,21 @@ class Store:
             symbols = self._db.execute("SELECT COUNT(*) FROM symbols").fetchone()[0]
             edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
         return {"files": files, "chunks": chunks, "vectors_pending": pending, "symbols": symbols, "edges": edges}
+
+    def definitions_ending(self, qualified: str, limit: int = 5) -> list[tuple[str, int]]:
+        """(path, first line) of the first `limit` symbols whose qualified name is `qualified` or ends
+        with `.qualified` (ASCII case aside, as LIKE matches): a definition by its last name part
+        (indexed), a module by its file row. One `qualname LIKE '%.x'` over the table was a full
+        scan — 6 ms a query on sympy's 35k symbols, a third of `packet`'s time (BENCHMARKS 11d)."""
+        last, suffix = qualified.rsplit(".", 1)[-1], "%." + qualified
+        with self._lock:
+            return self._db.execute(
+                "SELECT path, start_line FROM ("
+                " SELECT rowid AS r, path, start_line FROM symbols"
+                "  WHERE name=? COLLATE NOCASE AND (qualname=? OR qualname LIKE ?)"
+                " UNION SELECT rowid, path, start_line FROM symbols"
+                "  WHERE kind='file' AND (qualname=? OR qualname LIKE ?)"
+                ") ORDER BY r LIMIT ?", (last, qualified, suffix, qualified, suffix, limit)).fetchall()
 
     def all_paths(self) -> list[str]:
         with self._lock:

@@ -168,8 +168,7 @@ class Retriever:
             for size in (2, 3):
                 if len(parts) >= size:
                     qual = ".".join(parts[-size:])
-                    for path, line in self.store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR "
-                                                       "qualname LIKE ? LIMIT 5", (qual, "%." + qual)):
+                    for path, line in self.store.definitions_ending(qual):
                         credits.append((path, line, 3.0))
         mentions = dict(anchors.identifiers.most_common(40))
         if mentions:

@@ -82,7 +82,8 @@ def test_an_excerpt_leaves_half_the_budget_for_the_next_candidate_whole():
     # The long top chunk matches on many lines; uncapped, its excerpt would take the whole budget.
     long = make_text(1, 300, "discount")
     answer = make_text(2, 25, "x")
-    pool = [make_candidate(1, budget_counts([long])[0], 1.0, long), make_candidate(2, budget_counts([answer])[0], 0.9, answer)]
+    pool = [make_candidate(1, budget_counts([long])[0], 1.0, long),
+            make_candidate(2, budget_counts([answer])[0], 0.9, answer)]
     budget = 1000
     window = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"discount"}))
     first, second = window.placed

@@ -56,3 +56,18 @@ def test_a_host_rewrite_is_searched_beside_the_question_and_the_agents_facets_wi
     assert "apply discount" in mine.expansions and mine.path_prefix == "src/shop"
     theirs = with_host(deterministic("how are prices reduced", None), "how are prices reduced", host)
     assert theirs.sub_queries == ["host facet"] and theirs.source == "sampling"
+
+
+def test_definitions_by_qualified_suffix_match_the_full_scan_they_replace(engine):
+    """`Store.definitions_ending` (indexed) answers exactly what `qualname = x OR qualname LIKE
+    '%.x'` over the whole table answered, in the same order, for every suffix of every qualified
+    name in the fixture index, in either case (LIKE ignores ASCII case)."""
+    store = engine.store
+    qualnames = [q for (q,) in store.query("SELECT qualname FROM symbols")]
+    asked = {".".join(q.split(".")[-n:]) for q in qualnames for n in (1, 2, 3) if len(q.split(".")) >= n}
+    asked |= {a.upper() for a in asked} | {"no.such.thing"}
+    assert len(asked) > 20 and store.definitions_ending("no.such.thing") == []
+    for name in sorted(asked):
+        scan = store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR qualname LIKE ? LIMIT 5",
+                           (name, "%." + name))
+        assert store.definitions_ending(name) == [tuple(r) for r in scan], name
