@@ -111,6 +111,10 @@ class CodeGraph:
     def _files(self) -> dict[str, int]:
         return {n.path: i for i, n in enumerate(self.nodes) if n.kind == "file"}
 
+    def file_node(self, path: str) -> int | None:
+        """The node of an indexed file, by its path."""
+        return self._files.get(path)
+
     @functools.cached_property
     def _python_modules(self) -> dict[str, int]:
         return {module_name(n.path): i for i, n in enumerate(self.nodes) if n.kind == "file" and n.path.endswith(".py")}

@@ -36,6 +36,7 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
 CREATE TABLE IF NOT EXISTS commits (id INTEGER PRIMARY KEY, sha TEXT UNIQUE, time INTEGER, subject TEXT, nfiles INTEGER);
 CREATE TABLE IF NOT EXISTS commit_files (commit_id INTEGER, path TEXT);
 CREATE INDEX IF NOT EXISTS commit_files_commit ON commit_files(commit_id);
+CREATE INDEX IF NOT EXISTS commit_files_path ON commit_files(path);
 CREATE VIRTUAL TABLE IF NOT EXISTS messages USING fts5(message, tokenize = 'unicode61');
 """
 
@@ -55,7 +56,8 @@ class History:
         self._db = sqlite3.connect(db_path, check_same_thread=False)
         self._db.executescript(_DDL)
         self._lock = threading.Lock()
-        self.status = "not indexed yet"
+        self.status = f"{self._count()} commits, not yet checked against HEAD" if self._meta("head") else \
+            "not indexed yet"
 
     # --- reading git ------------------------------------------------------------------------
     def _git(self, *args: str) -> subprocess.CompletedProcess | None:
@@ -159,6 +161,28 @@ class History:
                         subjects.setdefault(path, row[0])
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [FileEvidence(p, s, subjects[p]) for p, s in ranked]
+
+    def commits_touching(self, paths: list[str], limit: int) -> list[tuple[str, int, str, int]]:
+        """(sha, unix time, subject, files touched) of the commits that touched any of `paths`,
+        newest first (`query_graph` relation `history`)."""
+        marks = ",".join("?" * len(paths))
+        with self._lock:
+            return self._db.execute(
+                f"SELECT sha, time, subject, nfiles FROM commits WHERE id IN "
+                f"(SELECT commit_id FROM commit_files WHERE path IN ({marks})) ORDER BY time DESC, id DESC LIMIT ?",
+                (*paths, limit)).fetchall()
+
+    def changed_with(self, paths: list[str], limit: int) -> list[tuple[str, int]]:
+        """Other files the commits touching `paths` also touched, with how many such commits, most
+        first; sweeps (over MAX_FILES_PER_COMMIT files) do not count (relation `changed_with`)."""
+        marks = ",".join("?" * len(paths))
+        with self._lock:
+            return self._db.execute(
+                f"SELECT g.path, COUNT(DISTINCT g.commit_id) AS n FROM commit_files f "
+                f"JOIN commits c ON c.id = f.commit_id AND c.nfiles <= ? "
+                f"JOIN commit_files g ON g.commit_id = f.commit_id AND g.path NOT IN ({marks}) "
+                f"WHERE f.path IN ({marks}) GROUP BY g.path ORDER BY n DESC, g.path LIMIT ?",
+                (MAX_FILES_PER_COMMIT, *paths, *paths, limit)).fetchall()
 
     def close(self) -> None:
         self._db.close()

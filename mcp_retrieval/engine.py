@@ -24,7 +24,7 @@ from mcp_retrieval import decide
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
-from mcp_retrieval.models import (ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
+from mcp_retrieval.models import (CommitOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
                                   PacketResult, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
@@ -34,6 +34,7 @@ from mcp_retrieval.session import SessionRegister
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.validate import BadRequest, check_int, check_paths, check_query
 
+HISTORY_RELATIONS = ("history", "changed_with")  # read from the history index, not the code graph
 log = logging.getLogger("mcp_retrieval")
 VERSION = "0.1.0"
 TASKS = ("explain", "edit", "debug", "review")
@@ -308,8 +309,8 @@ class Engine:
                     kind: str | None = None) -> GraphResult:
         if not isinstance(node, str) or not node.strip() or len(node) > 1000 or "\x00" in node:
             raise BadRequest("node must be a symbol name (e.g. Session.request) or a workspace-relative path")
-        if relation not in RELATIONS:
-            raise BadRequest(f"relation must be one of {', '.join(RELATIONS)}; got {relation!r}")
+        if relation not in RELATIONS and relation not in HISTORY_RELATIONS:
+            raise BadRequest(f"relation must be one of {', '.join([*RELATIONS, *HISTORY_RELATIONS])}; got {relation!r}")
         depth = check_int(depth, "depth", 1, 3)
         limit = check_int(limit, "limit", 1, 500)
         kinds = ("function", "class", "method", "module", "file")
@@ -321,20 +322,47 @@ class Engine:
             return GraphResult(miss=Miss(reason="not_found", escalate_to="grep",
                                          detail=f"no symbol or file named {node[:200]!r} in the index",
                                          suggestions=graph.suggest(ref or node) if graph is not None else []))
+        if relation in HISTORY_RELATIONS:
+            return self._history_relation(graph, starts, relation, limit)
         found, edges, truncated = graph.traverse(starts, relation, depth, limit, "file" if kind == "module" else kind)
         return GraphResult(nodes=[node_out(graph, i, self.name) for i in [*starts, *found]],
                            edges=[GraphEdge(source=graph.nodes[s].id, target=graph.nodes[t].id, type=typ,
                                             source_root=self.name, target_root=self.name)
                                   for s, t, typ in edges], truncated=truncated)
 
+    def _history_relation(self, graph: CodeGraph, starts: list[int], relation: str, limit: int) -> GraphResult:
+        """`history`: the commits of HEAD's ancestry that touched the file (a symbol: its file),
+        newest first. `changed_with`: the files those commits also touched, most often first (the
+        co-change the history tier ranks by), as file nodes with `changed_with` edges. One hop;
+        `depth` and `kind` do not apply. With no usable history both are empty and `history` says why."""
+        paths = list(dict.fromkeys(graph.nodes[s].path for s in starts))
+        result = GraphResult(nodes=[node_out(graph, i, self.name) for i in starts],
+                             history=self.history.status if self.history is not None else "off (history = false)")
+        if relation == "history":
+            rows = self.history.commits_touching(paths, limit + 1) if self.history is not None else []
+            result.commits = [CommitOut(root=self.name, sha=sha, subject=subject, files=files,
+                                        date=datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%d"))
+                              for sha, stamp, subject, files in rows[:limit]]
+            result.truncated = len(rows) > limit
+            return result
+        rows = self.history.changed_with(paths, limit + 1) if self.history is not None else []
+        known = [i for i in (graph.file_node(path) for path, _ in rows) if i is not None]  # still indexed
+        source = graph.nodes[starts[0]].id
+        result.nodes += [node_out(graph, i, self.name) for i in known[:limit]]
+        result.edges = [GraphEdge(source=source, target=graph.nodes[i].id, type="changed_with",
+                                  source_root=self.name, target_root=self.name) for i in known[:limit]]
+        result.truncated = len(known) > limit
+        return result
+
     def graph_starts(self, node: str, relation: str) -> tuple[CodeGraph | None, list[int]]:
-        """The graph and the nodes a reference names (for `imports`/`imported_by`, their files:
-        a symbol's imports are its file's)."""
+        """The graph and the nodes a reference names (for `imports`/`imported_by` and the history
+        relations, their files: a symbol's imports and commits are its file's)."""
         graph = self.graph()
         ref = _relative_ref(node.strip(), self.config.root)
         starts = graph.find(ref) if graph is not None and ref is not None else []
-        if starts and relation in ("imports", "imported_by"):
-            starts = list(dict.fromkeys(graph.index.get(graph.nodes[s].path, s) for s in starts))
+        if starts and relation in ("imports", "imported_by", *HISTORY_RELATIONS):
+            files = [graph.file_node(graph.nodes[s].path) for s in starts]
+            starts = list(dict.fromkeys(s if f is None else f for s, f in zip(starts, files)))
         return graph, starts
 
     # --- helpers ----------------------------------------------------------------------------------

@@ -204,10 +204,23 @@ class GraphEdge(BaseModel):
     target_root: str  # can cross from one root into another
 
 
+class CommitOut(Compact):
+    """A commit of HEAD's ancestry that touched the file asked about (relation `history`)."""
+    root: str
+    sha: str
+    date: str = Field(description="commit date, UTC, YYYY-MM-DD")
+    subject: str
+    files: int = Field(description="how many files the commit touched")
+
+
 class GraphResult(Compact):
     nodes: list[GraphNode] = Field(default_factory=list)
     edges: list[GraphEdge] = Field(default_factory=list)
     truncated: bool = False
+    commits: list[CommitOut] | None = Field(None, description="relation `history`: commits touching the file, newest "
+                                                              "first")
+    history: str | None = Field(None, description="relations `history` and `changed_with`: the state of the history "
+                                                  "index they read (e.g. why it is empty)")
     miss: Miss | None = None
 
 

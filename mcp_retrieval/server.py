@@ -277,7 +277,8 @@ def build_server(target: Engine | Workspace) -> MCPServer:
     @server.tool(description=prompts.load("query_graph"))
     async def query_graph(
         node: Annotated[str, Field(description="symbol (Session.request), qualified name, or workspace path")],
-        relation: Annotated[str, Field(description="defines|references|callers|callees|imports|imported_by|neighbors")] = "neighbors",
+        relation: Annotated[str, Field(description="defines|references|callers|callees|imports|imported_by|neighbors"
+                                                   "|history|changed_with")] = "neighbors",
         depth: Annotated[int, Field(description="hops, 1-3", strict=True)] = 1,
         limit: Annotated[int, Field(description="maximum nodes returned, 1-500", strict=True)] = 50,
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,

@@ -21,7 +21,7 @@ from pathlib import Path
 from mcp_retrieval import assemble, closure, corpus_map, file_rank
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
-from mcp_retrieval.engine import TASKS, Engine, Gathered, node_out
+from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
 from mcp_retrieval.freshness import Fresh
 from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
                                   PacketResult, ReindexResult, RootStatus, SignatureOut)
@@ -188,6 +188,13 @@ class Workspace:
         for r in found:
             merged.nodes.extend(r.nodes)
             merged.edges.extend(r.edges)
+        if relation in HISTORY_RELATIONS:  # one hop in each root's own history
+            if relation == "history":
+                merged.commits = sorted((c for r in found for c in r.commits or []), key=lambda c: c.date,
+                                        reverse=True)[:limit]
+            merged.history = found[0].history if len(found) == 1 else \
+                "; ".join(f"{e.name}: {r.history}" for e, r in zip(engines, results) if not r.miss)
+            return merged
         if len(engines) > 1 and kind in (None, "file", "module"):
             self._cross_hop(merged, engines, node, relation)
         merged.nodes = merged.nodes[:limit] if len(merged.nodes) > limit else merged.nodes

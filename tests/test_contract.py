@@ -80,7 +80,8 @@ def test_structured_content_validates_against_the_output_schema_and_leaves_out_n
     calls = [("context", {"query": "apply_discount", "budget_tokens": 1000}),
              ("context", {"query": "zzqx flurble wibbleton"}),
              ("packet", {"query": "apply_discount"}),
-             ("query_graph", {"node": "apply_discount"})]
+             ("query_graph", {"node": "apply_discount"}),
+             ("query_graph", {"node": "src/shop/pricing.py", "relation": "history"})]
 
     async def go():
         async with Client(build_server(engine)) as client:

@@ -63,3 +63,47 @@ def test_no_repository_is_a_skipped_stage_with_a_reason(tmp_path, engine):
     stage = next(s for s in r.debug.stages if s.name == "history")
     assert stage.status == "skipped" and "no git history" in stage.detail
 
+
+
+def test_query_graph_reads_a_files_commits_and_what_changes_with_it(tmp_path, monkeypatch):
+    from mcp_retrieval import Config, Engine
+    from mcp_retrieval.indexers.embed import HashEmbedder
+
+    repo = make_repo(tmp_path / "repo")
+    (repo / "pool.py").write_text("def acquire():\n    return 0\n")
+    (repo / "retry.py").write_text("def backoff():\n    return acquire()\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "Back off while the pool is empty")
+    (repo / "pool.py").write_text("def acquire():\n    return 1\n")
+    (repo / "retry.py").write_text("def backoff():\n    return acquire() + 1\n")
+    git(repo, "commit", "-qam", "Release the pool slot on retry")
+    for n in range(45):  # a sweep: touches retry.py among 45 files, says nothing about what goes together
+        (repo / f"gen_{n}.py").write_text(f"VALUE_{n} = {n}\n")
+    (repo / "retry.py").write_text("def backoff():\n    return acquire() + 2  # reformatted\n")
+    git(repo, "add", ".")
+    git(repo, "commit", "-qm", "Reformat everything")
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    engine = Engine(Config.resolve(repo, tmp_path / "index", persist_sessions=False), embedder=HashEmbedder())
+    try:
+        engine.reindex()
+        engine.update_history()
+        commits = engine.query_graph("retry.py", relation="history", limit=3)
+        assert [c.subject for c in commits.commits] == ["Reformat everything", "Release the pool slot on retry",
+                                                        "Back off while the pool is empty"]
+        assert commits.truncated and commits.history.startswith("6 commits")  # 4 touch retry.py; limit 3
+        assert commits.commits[0].files == 46 and len(commits.commits[0].date) == 10
+        by_symbol = engine.query_graph("backoff", relation="history", limit=10)  # a symbol: its file's commits
+        assert [c.sha for c in by_symbol.commits] == [c.sha for c in engine.query_graph("retry.py", "history",
+                                                                                        limit=10).commits]
+        together = engine.query_graph("retry.py", relation="changed_with")
+        # pool.py twice, render.py once (the initial import); the sweep's 45 files not at all
+        assert [n.path for n in together.nodes] == ["retry.py", "pool.py", "render.py"]
+        assert {(e.source, e.type) for e in together.edges} == {(together.nodes[0].id, "changed_with")}
+    finally:
+        engine.close()
+
+
+def test_history_relations_without_git_say_why_they_are_empty(engine):
+    r = engine.query_graph("src/shop/pricing.py", relation="history")
+    assert r.commits == [] and r.nodes and r.history.startswith(("skipped", "not indexed"))
+    assert engine.query_graph("src/shop/pricing.py", relation="changed_with").edges == []
