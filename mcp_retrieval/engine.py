@@ -24,8 +24,8 @@ from mcp_retrieval import decide
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
-from mcp_retrieval.models import (CommitOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know, Miss,
-                                  PacketResult, ReindexResult)
+from mcp_retrieval.models import (CommitOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
+                                  Miss, PacketResult, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
@@ -310,7 +310,8 @@ class Engine:
         if not isinstance(node, str) or not node.strip() or len(node) > 1000 or "\x00" in node:
             raise BadRequest("node must be a symbol name (e.g. Session.request) or a workspace-relative path")
         if relation not in RELATIONS and relation not in HISTORY_RELATIONS:
-            raise BadRequest(f"relation must be one of {', '.join([*RELATIONS, *HISTORY_RELATIONS])}; got {relation!r}")
+            known = ", ".join([*RELATIONS, *HISTORY_RELATIONS])
+            raise BadRequest(f"relation must be one of {known}; got {relation!r}")
         depth = check_int(depth, "depth", 1, 3)
         limit = check_int(limit, "limit", 1, 500)
         kinds = ("function", "class", "method", "module", "file")
@@ -336,8 +337,8 @@ class Engine:
         co-change the history tier ranks by), as file nodes with `changed_with` edges. One hop;
         `depth` and `kind` do not apply. With no usable history both are empty and `history` says why."""
         paths = list(dict.fromkeys(graph.nodes[s].path for s in starts))
-        result = GraphResult(nodes=[node_out(graph, i, self.name) for i in starts],
-                             history=self.history.status if self.history is not None else "off (history = false)")
+        state = self.history.status if self.history is not None else "off: this root does not read its history"
+        result = GraphResult(nodes=[node_out(graph, i, self.name) for i in starts], history=state)
         if relation == "history":
             rows = self.history.commits_touching(paths, limit + 1) if self.history is not None else []
             result.commits = [CommitOut(root=self.name, sha=sha, subject=subject, files=files,
