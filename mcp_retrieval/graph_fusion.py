@@ -9,6 +9,9 @@ scores structurally connected definitions; the best ones not already in the head
 
 from __future__ import annotations
 
+import threading
+import weakref
+
 import numpy as np
 
 from mcp_retrieval.indexers.graph import CodeGraph
@@ -19,19 +22,66 @@ ITERATIONS = 12  # with restart 0.25, 0.75**12 ≈ 3% of the mass is still movin
 MAX_NEIGHBOURHOOD = 4000
 
 
-def neighbourhood(graph: CodeGraph, seeds: list[int], hops: int) -> set[int]:
-    frontier, seen = set(seeds), set(seeds)
+class _Walk:
+    """A graph's walk, as arrays built once per loaded graph (the graph never changes after load):
+    an undirected adjacency (CSR) for the neighbourhood, and every step a node can take — its
+    out-edges at their type's weight, its in-edges at 0.7 of it — with the node's hub damping.
+    Building these per question in Python cost ~110 ms of a `context` on sympy (BENCHMARKS 11f)."""
+
+    def __init__(self, graph: CodeGraph):
+        n = len(graph.nodes)
+        src: list[int] = []
+        dst: list[int] = []
+        weight: list[float] = []
+        degree = np.zeros(n, dtype=np.int64)
+        for node in range(n):
+            out_edges, in_edges = graph.out.get(node, ()), graph.inc.get(node, ())
+            degree[node] = len(out_edges) + len(in_edges)
+            steps = [(t, EDGE_WEIGHTS.get(typ, 0.3)) for t, typ in out_edges]
+            steps += [(s, EDGE_WEIGHTS.get(typ, 0.3) * 0.7) for s, typ in in_edges]
+            src += [node] * len(steps)
+            dst += [to for to, _ in steps]
+            weight += [w for _, w in steps]
+        self.size = n
+        self.src = np.asarray(src, dtype=np.int64)
+        self.dst = np.asarray(dst, dtype=np.int64)
+        self.weight = np.asarray(weight, dtype=np.float64)
+        self.damp = 1.0 / (1.0 + np.maximum(0, degree - 20) / 20)  # hubs pass on less
+        order = np.argsort(self.src, kind="stable")  # steps grouped by node: the undirected adjacency
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.src, minlength=n))])
+        self.neighbours = self.dst[order]
+
+
+_WALKS: "weakref.WeakKeyDictionary[CodeGraph, _Walk]" = weakref.WeakKeyDictionary()
+_WALKS_LOCK = threading.Lock()
+
+
+def _walk(graph: CodeGraph) -> _Walk:
+    with _WALKS_LOCK:
+        walk = _WALKS.get(graph)
+        if walk is None:
+            walk = _WALKS[graph] = _Walk(graph)
+        return walk
+
+
+def neighbourhood(graph: CodeGraph, seeds: list[int], hops: int) -> np.ndarray:
+    """The seeds and the nodes within `hops` edges of them (either direction), as a mask over the
+    graph's nodes; a hop that takes it past MAX_NEIGHBOURHOOD nodes is the last."""
+    walk = _walk(graph)
+    seen = np.zeros(walk.size, dtype=bool)
+    frontier = np.unique(np.asarray(seeds, dtype=np.int64))
+    seen[frontier] = True
     for _ in range(hops):
-        nxt: set[int] = set()
-        for node in frontier:
-            for t, _ in graph.out.get(node, ()):
-                nxt.add(t)
-            for s, _ in graph.inc.get(node, ()):
-                nxt.add(s)
-        nxt -= seen
-        seen |= nxt
-        frontier = nxt
-        if len(seen) > MAX_NEIGHBOURHOOD:
+        starts, ends = walk.indptr[frontier], walk.indptr[frontier + 1]
+        lengths = ends - starts
+        if not lengths.sum():
+            break
+        # the CSR rows of the frontier, concatenated: each row's offsets shifted to its start
+        offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+        reached = np.unique(walk.neighbours[offsets + np.arange(lengths.sum())])
+        frontier = reached[~seen[reached]]
+        seen[frontier] = True
+        if seen.sum() > MAX_NEIGHBOURHOOD:
             break
     return seen
 
@@ -39,36 +89,24 @@ def neighbourhood(graph: CodeGraph, seeds: list[int], hops: int) -> set[int]:
 def personalized_pagerank(graph: CodeGraph, seeds: dict[int, float], hops: int = 2) -> dict[int, float]:
     """PPR restricted to the seeds' neighbourhood; edges are walked both ways, inverse-degree damped.
 
-    The transition is built once as edge arrays and each iteration is one `np.bincount`: sympy's
-    neighbourhoods reach 4-12k nodes, where a dict-of-lists walk cost ~110 ms p50 a query."""
+    Each node shares its rank among its steps that stay in the neighbourhood, in proportion to
+    their weights, times its damping; each iteration is one `np.bincount` over those steps."""
     if not seeds:
         return {}
-    order = list(neighbourhood(graph, list(seeds), hops))
-    pos = {n: i for i, n in enumerate(order)}
-    src: list[int] = []
-    dst: list[int] = []
-    share: list[float] = []
-    for i, node in enumerate(order):
-        out_edges, in_edges = graph.out.get(node, ()), graph.inc.get(node, ())
-        steps = [(pos[t], EDGE_WEIGHTS.get(typ, 0.3)) for t, typ in out_edges if t in pos]
-        steps += [(pos[s], EDGE_WEIGHTS.get(typ, 0.3) * 0.7) for s, typ in in_edges if s in pos]
-        weight = sum(w for _, w in steps)
-        if not weight:
-            continue
-        damp = 1.0 / (1.0 + max(0, len(out_edges) + len(in_edges) - 20) / 20)  # hubs pass on less
-        for j, w in steps:
-            src.append(i)
-            dst.append(j)
-            share.append(damp * w / weight)
-    src_a, dst_a, share_a = np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), np.asarray(share)
+    walk = _walk(graph)
+    inside = neighbourhood(graph, list(seeds), hops)
+    keep = inside[walk.src] & inside[walk.dst]
+    src, dst, weight = walk.src[keep], walk.dst[keep], walk.weight[keep]
+    total_weight = np.bincount(src, weights=weight, minlength=walk.size)
+    share = walk.damp[src] * weight / total_weight[src]
     total = sum(seeds.values())
-    restart = np.zeros(len(order))
+    restart = np.zeros(walk.size)
     for n, w in seeds.items():
-        restart[pos[n]] = w / total
+        restart[n] = w / total
     rank = restart.copy()
     for _ in range(ITERATIONS):
-        rank = ALPHA * restart + (1 - ALPHA) * np.bincount(dst_a, weights=rank[src_a] * share_a, minlength=len(order))
-    return {order[i]: float(rank[i]) for i in np.flatnonzero(rank)}
+        rank = ALPHA * restart + (1 - ALPHA) * np.bincount(dst, weights=rank[src] * share, minlength=walk.size)
+    return {int(i): float(rank[i]) for i in np.flatnonzero(rank)}
 
 
 def expand(graph: CodeGraph, seeds: dict[int, float], exclude: set[int], cap: int, hops: int = 2) -> list[tuple[int, float]]:
