@@ -8,6 +8,7 @@ Every identifier yields itself (lowercased) and, when compound, its parts.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 
@@ -33,17 +34,23 @@ def split_identifier(ident: str) -> list[str]:
 def terms(text: str) -> list[str]:
     """Index terms of a text: whole identifiers plus their compound parts, lowercased."""
     out: list[str] = []
-    for match in _IDENT.finditer(text):
-        token = match.group(0)
-        if len(token) > MAX_TERM_LEN:
-            continue
-        whole = token.lower().strip("_") or token.lower()
-        out.append(whole)
-        if not token[0].isdigit():
-            parts = split_identifier(token)
-            if len(parts) > 1 or (parts and parts[0] != whole):
-                out.extend(p for p in parts if p != whole)
+    for token in _IDENT.findall(text):
+        if len(token) <= MAX_TERM_LEN:
+            out.extend(_token_terms(token))
     return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _token_terms(token: str) -> tuple[str, ...]:
+    """One identifier's terms (itself, then its parts). Cached: a code base reuses a small
+    vocabulary, and splitting every occurrence again was most of the analyser's time."""
+    whole = token.lower().strip("_") or token.lower()
+    if token[0].isdigit():
+        return (whole,)
+    parts = split_identifier(token)
+    if len(parts) > 1 or (parts and parts[0] != whole):
+        return (whole, *(p for p in parts if p != whole))
+    return (whole,)
 
 
 def path_terms(path: str) -> list[str]:
