@@ -47,9 +47,8 @@ class _Walk:
         self.dst = np.asarray(dst, dtype=np.int64)
         self.weight = np.asarray(weight, dtype=np.float64)
         self.damp = 1.0 / (1.0 + np.maximum(0, degree - 20) / 20)  # hubs pass on less
-        order = np.argsort(self.src, kind="stable")  # steps grouped by node: the undirected adjacency
-        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(self.src, minlength=n))])
-        self.neighbours = self.dst[order]
+        # the steps are built node by node, so `dst` read by `indptr` is the undirected adjacency (CSR)
+        self.indptr = np.concatenate([[0], np.cumsum(degree)])
 
 
 _WALKS: "weakref.WeakKeyDictionary[CodeGraph, _Walk]" = weakref.WeakKeyDictionary()
@@ -78,7 +77,7 @@ def neighbourhood(graph: CodeGraph, seeds: list[int], hops: int) -> np.ndarray:
             break
         # the CSR rows of the frontier, concatenated: each row's offsets shifted to its start
         offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-        reached = np.unique(walk.neighbours[offsets + np.arange(lengths.sum())])
+        reached = np.unique(walk.dst[offsets + np.arange(lengths.sum())])
         frontier = reached[~seen[reached]]
         seen[frontier] = True
         if seen.sum() > MAX_NEIGHBOURHOOD:
