@@ -337,16 +337,20 @@ class Engine:
         co-change the history tier ranks by), as file nodes with `changed_with` edges. One hop;
         `depth` and `kind` do not apply. With no usable history both are empty and `history` says why."""
         paths = list(dict.fromkeys(graph.nodes[s].path for s in starts))
-        state = self.history.status if self.history is not None else "off: this root does not read its history"
-        result = GraphResult(nodes=[node_out(graph, i, self.name) for i in starts], history=state)
+        result = GraphResult(nodes=[node_out(graph, i, self.name) for i in starts],
+                             commits=[] if relation == "history" else None,
+                             history="off: this root does not read its history")
+        if self.history is None:
+            return result
+        result.history = self.history.status
         if relation == "history":
-            rows = self.history.commits_touching(paths, limit + 1) if self.history is not None else []
+            rows = self.history.commits_touching(paths, limit + 1)
             result.commits = [CommitOut(root=self.name, sha=sha, subject=subject, files=files,
                                         date=datetime.fromtimestamp(stamp, timezone.utc).strftime("%Y-%m-%d"))
                               for sha, stamp, subject, files in rows[:limit]]
             result.truncated = len(rows) > limit
             return result
-        rows = self.history.changed_with(paths, limit + 1) if self.history is not None else []
+        rows = self.history.changed_with(paths, limit + 1)
         known = [i for i in (graph.file_node(path) for path, _ in rows) if i is not None]  # still indexed
         source = graph.nodes[starts[0]].id
         result.nodes += [node_out(graph, i, self.name) for i in known[:limit]]
