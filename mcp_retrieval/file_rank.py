@@ -17,6 +17,7 @@ that file's score: the module an entry point calls into (a printer behind `lambd
 module behind the application) is often where the fix lands. Python only: in Go, Java, JS/TS and
 Rust the same lift lost first files (docs/BENCHMARKS.md 10b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
+`context` reads the same file evidence before it packs a window (`with_file_evidence`).
 Pure: the store is read only through the `partner_chunk` and `import_specs` callbacks.
 """
 
@@ -71,6 +72,25 @@ def file_scores(candidates: Sequence[Candidate]) -> dict[FileKey, float]:
         top = sorted(scores, reverse=True)[:3] + [0.0, 0.0]
         out[path] = top[0] + SECOND_HIT_SHARE * top[1] + THIRD_HIT_SHARE * top[2]
     return out
+
+
+def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """`context`'s pool, each chunk raised by what its file's other hits add to that file's score
+    (`file_scores`: a quarter of the second best, a tenth of the third), best first. The chunk
+    that answers often sits in a file with several matches while a lone match elsewhere outscores
+    it by a little; a tight window then shows the lone match and not the answer. Every chunk of a
+    file gains the same amount, so the order inside a file is kept (docs/BENCHMARKS.md 12b)."""
+    scores = file_scores(candidates)
+    best: dict[FileKey, float] = {}
+    for c in candidates:
+        key = (c.root, c.chunk.path)
+        best[key] = max(best.get(key, c.score), c.score)
+    for c in candidates:
+        key = (c.root, c.chunk.path)
+        if (extra := scores[key] - best[key]) > 0:
+            c.score += extra
+            c.why.append("other matches in the same file")
+    return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
 
 def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:

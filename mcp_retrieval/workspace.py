@@ -245,6 +245,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
+                candidates = file_rank.with_file_evidence(candidates)
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
                 earlier = self.sessions.earlier_texts(session_id) if tracked else {}

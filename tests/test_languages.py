@@ -3,10 +3,12 @@ in each language's naming, and file-level ranking with C/C++ header/source pairs
 
 from __future__ import annotations
 
+import pytest
+
 from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
-from mcp_retrieval.file_rank import partners, rank_files
+from mcp_retrieval.file_rank import partners, rank_files, with_file_evidence
 from mcp_retrieval.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
 
@@ -147,3 +149,16 @@ def test_deprecated_code_ranks_below_its_replacement_unless_asked_about_deprecat
     assert structural_factor(old, plain, w)[0] < structural_factor(new, plain, w)[0]
     asked = signals_for("why is parse_old deprecated", [], "default")
     assert structural_factor(old, asked, w)[0] == structural_factor(new, asked, w)[0]
+
+
+def test_context_pool_gains_file_evidence_without_reordering_a_file():
+    lone = candidate("a.c", 1.0)
+    busy = [candidate("b.c", 0.9), candidate("b.c", 0.8, start=20), candidate("b.c", 0.7, start=40)]
+    ranked = with_file_evidence([lone, *busy])
+    # each b.c chunk gains 0.25*0.8 + 0.1*0.7 = 0.27: 1.17, 1.07, 0.97 around the lone 1.0
+    assert [c.chunk.path for c in ranked] == ["b.c", "b.c", "a.c", "b.c"]
+    assert [c.chunk.start_line for c in ranked if c.chunk.path == "b.c"] == [1, 20, 40]
+    assert ranked[0].score == pytest.approx(1.17) and "other matches in the same file" in ranked[0].why
+    assert lone.score == 1.0 and not lone.why  # a file with one hit gains nothing
+    weak = [candidate("c.c", 0.7), candidate("c.c", 0.69, start=20), candidate("c.c", 0.68, start=40)]
+    assert with_file_evidence([candidate("a.c", 1.0), *weak])[0].chunk.path == "a.c"  # many weak hits stay below
