@@ -78,6 +78,15 @@ class LexicalIndex:
                 clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
         return tantivy.Query.boolean_query(clauses)
 
+    def search_all_terms(self, text: str, limit: int) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score) of chunks whose body holds every term of `text`, best first: the
+        few that can hold it verbatim (the index keeps no positions for a phrase query)."""
+        counts = query_terms(text)
+        if not counts:
+            return []
+        return self._run(tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "body", t))
+                                                      for t in counts]), limit, None)
+
     def best_in_files(self, query: str, paths: list[str], scan: int = 40) -> dict[str, str]:
         """The best-matching chunk id of each file in `paths`, from one search over them all (a
         search per file cost 12 query builds and searches: 34 against 5 ms on sympy); a file crowded

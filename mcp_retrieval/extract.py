@@ -1,5 +1,6 @@
 """Stage 1: pull the exact anchors out of a question: paths, traceback frames, dotted names,
-identifiers, quoted strings and error lines. Pure functions, no index access."""
+identifiers, quoted strings, error lines and the literal parts of the messages they quote.
+Pure functions, no index access."""
 
 from __future__ import annotations
 
@@ -29,6 +30,18 @@ _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `n
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
 _QUOTED = re.compile(r"\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'")
 _ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200})", re.M)
+# Messages of other runtimes and tools: `error: ...`, `error[E0308]: ...`, `fatal: ...`, `warning: ...`,
+# `panic: ...` (Go) at a line's start, and Rust's `panicked at 'message'`.
+_OTHER_MESSAGE = re.compile(r"^\s*(?:error|fatal|warning|panic)(?:\[[\w-]+\])?:\s*([^\n]{8,300})$", re.M | re.I)
+_PANICKED = re.compile(r"panicked at ['\"]([^'\"\n]{8,300})['\"]")
+# An exception's message: `ValueError: ...`, `pkg.FooWarning ...`, or a bare `Error: ...` (not prose
+# that starts with the word "Error").
+_EXCEPTION_MESSAGE = re.compile(r"^\s*(?:\w+\.)*(?:\w+(?:Error|Exception|Warning)\b:?|(?:Error|Exception|Warning):)"
+                                r"\s*([^\n]{8,300})$", re.M)
+# What a program fills into a message: quoted and bracketed values, numbers, paths, file names.
+_FILLED_VALUE = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`|<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|\b0x[0-9a-fA-F]+\b"""
+                           r"""|-?\b\d[\d.,eE+-]*\b|(?:/[\w.\-]+)+|\b[\w\-]+\.[a-z]{1,4}\b""")
+MESSAGE_FRAGMENT_CHARS = 12  # a shorter literal part ("not found") is in too many messages to point anywhere
 _COMMON_WORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in into is it its
 not of on or should that the their then there these this to was we what when where which while who why will with
 would you your self none true false return def class import""".split())
@@ -45,12 +58,13 @@ class Anchors:
     identifiers: Counter[str] = field(default_factory=Counter)  # code-like names, with mention counts
     quoted: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    messages: list[str] = field(default_factory=list)  # literal parts of quoted messages, longest first
     active_files: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"paths": self.paths[:10], "frames": [list(f) for f in self.frames[:10]], "dotted": self.dotted[:10],
                 "identifiers": [k for k, _ in self.identifiers.most_common(15)], "quoted": self.quoted[:5],
-                "errors": self.errors[:3], "active_files": self.active_files[:10]}
+                "errors": self.errors[:3], "messages": self.messages[:5], "active_files": self.active_files[:10]}
 
 
 def _code_like(name: str) -> bool:
@@ -113,4 +127,21 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         if text and not text.isspace():
             anchors.quoted.append(text)
     anchors.errors = [m.group(1).strip() for m in _ERROR.finditer(query)][:5]
+    quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED)
+                       for m in pattern.finditer(query)]
+    anchors.messages = message_fragments(quoted_messages)
     return anchors
+
+
+def message_fragments(messages: list[str], limit: int = 8) -> list[str]:
+    """The literal parts of messages as a program printed them: the clauses between the values it
+    filled in (quoted names, numbers, paths) and between its colons and commas, which is what the
+    format string in the code holds verbatim. Parts shorter than MESSAGE_FRAGMENT_CHARS or of one
+    word are left out."""
+    parts: list[str] = []
+    for message in messages:
+        for part in (clause for piece in _FILLED_VALUE.split(message) for clause in re.split(r"[:;,]\s", piece)):
+            part = part.strip().strip(":;,.-").strip()
+            if len(part) >= MESSAGE_FRAGMENT_CHARS and len(part.split()) >= 2:
+                parts.append(part)
+    return sorted(dict.fromkeys(parts), key=lambda p: (-len(p), p))[:limit]

@@ -70,7 +70,10 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     with stages.run("anchors") as st:
         ranked["path"], anchored_files = retriever.path_hits(anchors, query)
         ranked["symbol"] = retriever.symbol_hits(anchors)
-        st["detail"] = f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks"
+        if anchors.messages and config.tier_weights.get("message"):
+            ranked["message"] = retriever.message_hits(anchors)
+        st["detail"] = (f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks, "
+                        f"{len(ranked.get('message', []))} chunks holding a quoted message")
     history_why: dict[str, str] = {}
     if history is None or not config.tier_weights.get("history"):
         stages.skip("history", "off" if history is None else "weight 0")
@@ -103,7 +106,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
-                    {cid for cid, _ in ranked.get("path", []) + ranked.get("symbol", [])}, stages,
+                    {cid for t in ("path", "symbol", "message") for cid, _ in ranked.get(t, [])}, stages,
                     has_vectors=semantic, pool_size=len(candidates))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)

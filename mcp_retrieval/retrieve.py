@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcp_retrieval.indexers.embed import Embedder
+from mcp_retrieval.indexers.languages import is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.symbols import module_suffixes
@@ -22,6 +23,9 @@ QUERY_PIECE_CHARS = 1000
 MAX_QUERY_PIECES = 3
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
+MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
+MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
+PROSE = frozenset({"markdown", "rst", "text"})  # documentation quotes messages too; it raises nothing
 
 
 @dataclass
@@ -36,7 +40,8 @@ class Candidate:
 
     @property
     def tiers(self) -> list[str]:
-        return [t for t in ("lexical", "dense", "path", "symbol", "history", "graph", "rerank") if t in self.raw]
+        return [t for t in ("lexical", "dense", "path", "symbol", "message", "history", "graph", "rerank")
+                if t in self.raw]
 
 
 _JS_EXTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts")
@@ -158,6 +163,25 @@ class Retriever:
                 hits.append((cid, ev.score))
                 why[cid] = f"past commits touching this file match the question (e.g. {ev.subject[:80]!r})"
         return hits, why
+
+    def message_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
+        """Chunks of code (not tests, not prose) that hold a literal part of a message the question quotes
+        (an exception, warning, `error:` or panic line) verbatim: the format string at the raise
+        or log site. Found among the chunks that hold all of the fragment's words; a fragment
+        held by more than MAX_MESSAGE_FILES files points nowhere and is dropped. Longer fragments
+        first (a longer verbatim match is the rarer one)."""
+        scored: dict[str, float] = {}
+        for fragment in anchors.messages:
+            hits = self.lexical.search_all_terms(fragment, MESSAGE_SCAN)
+            stored = self.store.chunks_by_id([cid for cid, _ in hits])
+            holding = [c for c in (stored.get(cid) for cid, _ in hits)
+                       if c is not None and fragment in c.text and c.language not in PROSE
+                       and not is_test_chunk(c.path, c.symbol, c.language)]
+            if not holding or len({c.path for c in holding}) > MAX_MESSAGE_FILES:
+                continue
+            for c in holding:
+                scored[c.id] = max(scored.get(c.id, 0.0), float(len(fragment)))
+        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
         """Chunks defining names the question uses, rare names first (a handful of SQL queries

@@ -71,3 +71,30 @@ def test_definitions_by_qualified_suffix_match_the_full_scan_they_replace(engine
         scan = store.query("SELECT path, start_line FROM symbols WHERE qualname=? OR qualname LIKE ? LIMIT 5",
                            (name, "%." + name))
         assert store.definitions_ending(name) == [tuple(r) for r in scan], name
+
+
+def test_message_fragments_are_the_literal_clauses_between_filled_in_values():
+    a = extract("ValueError: Invalid value 'foo' for parameter bins: must be a positive integer, got -3\n"
+                "error[E0308]: mismatched types in argument 2 of call\n"
+                "thread 'main' panicked at 'index out of bounds: the len is 3', src/main.rs:4:5\n"
+                "Error handling is hard, see above.", [])
+    assert a.messages[:2] == ["mismatched types in argument", "must be a positive integer"]
+    assert "for parameter bins" in a.messages and "index out of bounds" in a.messages
+    assert not any("foo" in m or "-3" in m or "handling" in m for m in a.messages)  # values and prose stay out
+
+
+def test_a_quoted_message_finds_its_raise_site_and_a_common_one_points_nowhere(engine):
+    root = engine.config.root
+    (root / "tests").mkdir(exist_ok=True)
+    (root / "tests" / "test_quantity.py").write_text(
+        "def test_zero():\n    assert 'quantity must be positive' in check(0)\n")
+    for i in range(4):  # a phrase in four code files is no raise site
+        (root / "src" / f"common_{i}.py").write_text(f"def f{i}(x):\n    raise KeyError('no such thing here')\n")
+    engine.reindex()
+    question = ("Adding zero items fails with\n\nValueError: quantity must be positive\n\n"
+                "and removing one fails with KeyError: no such thing here")
+    hits = engine.retriever.message_hits(extract(question, []))
+    assert [engine.store.chunks_by_id([cid])[cid].path for cid, _ in hits] == ["src/shop/cart.py"]
+    result = engine.packet(question, debug=True)
+    cart = next(i for i in result.items if i.path == "src/shop/cart.py")
+    assert "message" in cart.tiers and "holds a message the question quotes, verbatim" in cart.why

@@ -34,12 +34,13 @@ from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
-# rerank without decompose; full without the history tier; full without the dense tier;
+# rerank without decompose; full without the history tier; full without the quoted-message tier;
+# full without the dense tier;
 # prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet;
 # title / title_turns: full asked only the first line, without / with the rest as `recent_turns`;
 # coactive: full with co-activation learned from the `context` windows of the repository's earlier instances
-EXTRA_MODES = ("nodecomp", "nohistory", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
-TIERS = ("lexical", "dense", "path", "symbol", "history", "graph")
+EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
+TIERS = ("lexical", "dense", "path", "symbol", "message", "history", "graph")
 
 
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
@@ -54,6 +55,8 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
         return {**weights, "history": 0.0}, False, True
     if mode == "nohistory":
         return {**weights, "history": 0.0}, True, True
+    if mode == "nomessage":
+        return {**weights, "message": 0.0}, True, True
     if mode == "nodense":
         return {**weights, "dense": 0.0}, True, True
     return weights, True, True  # full
