@@ -9,8 +9,9 @@ For each instance the repository is put at `base_commit` (incrementally), the in
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
 and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ the history tier and graph fusion:
-the default); `nodecomp` is `rerank` without the deterministic decompose stage and `nohistory` is
-`full` without the history tier (neither in the default set). The history is read from the git
+the default); `nodecomp` is `rerank` without the deterministic decompose stage, `nohistory` is
+`full` without the history tier and `nomessage` is `full` without the quoted-message tier (none of
+them in the default set). The history is read from the git
 directory given for the repository, at the instance's base commit: nothing later is visible.
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
