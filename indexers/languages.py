@@ -63,6 +63,8 @@ EXTENSIONS: dict[str, str] = {
     ".rst": "rst", ".txt": "text",
 }
 
+PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})  # documentation: it explains code, it runs nothing
+
 # module name in its wheel, and the function that returns the language pointer
 _GRAMMARS: dict[str, tuple[str, str]] = {
     "python": ("tree_sitter_python", "language"),

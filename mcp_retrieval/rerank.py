@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_retrieval.indexers.languages import is_test_chunk
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
@@ -30,7 +30,6 @@ log = logging.getLogger(__name__)
 _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|release notes?|install(ation)?)\b",
                          re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
-PROSE_LANGUAGES = frozenset({"markdown", "rst", "text"})
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)

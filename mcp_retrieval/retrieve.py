@@ -1,5 +1,6 @@
 """Stage 3a: retrieve wide from every source — Tantivy BM25, LanceDB dense, and exact anchors
-(paths, traceback frames, dotted modules, rarely-defined identifiers) — each a ranked list."""
+(paths, traceback frames, dotted modules, rarely-defined identifiers, quoted messages) — each a
+ranked list."""
 
 from __future__ import annotations
 
@@ -7,16 +8,18 @@ import logging
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
+from typing import get_args
 
 import numpy as np
 
 from mcp_retrieval.indexers.embed import Embedder
-from mcp_retrieval.indexers.languages import is_test_chunk
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.symbols import module_suffixes
 from mcp_retrieval.indexers.vectors import VectorIndex
 from mcp_retrieval.extract import Anchors
+from mcp_retrieval.models import Tier
 
 log = logging.getLogger(__name__)
 QUERY_PIECE_CHARS = 1000
@@ -25,7 +28,6 @@ MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an 
 CHUNKS_PER_ANCHORED_FILE = 3
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
-PROSE = frozenset({"markdown", "rst", "text"})  # documentation quotes messages too; it raises nothing
 
 
 @dataclass
@@ -40,8 +42,7 @@ class Candidate:
 
     @property
     def tiers(self) -> list[str]:
-        return [t for t in ("lexical", "dense", "path", "symbol", "message", "history", "graph", "rerank")
-                if t in self.raw]
+        return [t for t in get_args(Tier) if t in self.raw]
 
 
 _JS_EXTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts")
@@ -175,7 +176,7 @@ class Retriever:
             hits = self.lexical.search_all_terms(fragment, MESSAGE_SCAN)
             stored = self.store.chunks_by_id([cid for cid, _ in hits])
             holding = [c for c in (stored.get(cid) for cid, _ in hits)
-                       if c is not None and fragment in c.text and c.language not in PROSE
+                       if c is not None and fragment in c.text and c.language not in PROSE_LANGUAGES
                        and not is_test_chunk(c.path, c.symbol, c.language)]
             if not holding or len({c.path for c in holding}) > MAX_MESSAGE_FILES:
                 continue
