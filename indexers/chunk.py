@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from mcp_retrieval.indexers.languages import CODE_LANGUAGES, parser
+from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, parser
 
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
@@ -66,6 +66,17 @@ _DEFS: dict[str, dict[str, str]] = {
     "c": {"function_definition": "function", "struct_specifier": "class"},
     "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
             "namespace_definition": "class"},
+    "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "class"},
+    "php": {"function_definition": "function", "method_declaration": "method", "class_declaration": "class",
+            "interface_declaration": "class", "trait_declaration": "class", "enum_declaration": "class"},
+    "csharp": {"class_declaration": "class", "interface_declaration": "class", "struct_declaration": "class",
+               "enum_declaration": "class", "record_declaration": "class", "namespace_declaration": "class",
+               "method_declaration": "method", "constructor_declaration": "method"},
+    # Swift: `class_declaration` is also struct, enum, actor and extension
+    "swift": {"class_declaration": "class", "protocol_declaration": "class", "function_declaration": "function",
+              "init_declaration": "method"},
+    "scala": {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
+              "enum_definition": "class", "function_definition": "function"},
 }
 _DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declaration": "class",
                                        "abstract_class_declaration": "class", "enum_declaration": "class",
@@ -76,7 +87,7 @@ _BODY_FIELDS = ("body", "declaration_list")
 
 def parse(text: str, language: str):
     """The tree-sitter tree of a code file, or None (unknown language, broken grammar)."""
-    if language not in CODE_LANGUAGES:
+    if language not in GRAMMAR_LANGUAGES:
         return None
     ts_parser = parser(language)
     if ts_parser is None:
@@ -191,6 +202,8 @@ def def_name(node) -> str | None:
     """The declared name of a definition node, across grammars."""
     if node.type == "impl_item":  # `impl Trait for Type` is named after the type
         return _text(node.child_by_field_name("type"))
+    if node.type == "init_declaration":  # Swift initialisers have no name of their own
+        return "init"
     if node.type == "type_declaration":
         for spec in node.named_children:
             name = spec.child_by_field_name("name")

@@ -10,6 +10,7 @@ contains, call, import, inherit, reference. Built lazily and rebuilt when the in
 from __future__ import annotations
 
 import bisect
+import re
 import difflib
 import functools
 from collections import defaultdict, deque
@@ -17,8 +18,12 @@ from dataclasses import dataclass
 
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import module_name, module_suffixes
+from mcp_retrieval.import_links import module_paths
 
 MAX_AMBIGUITY = 3
+# import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
+# the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
+_PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
 _JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 RELATIONS = {
     "defines": (("contains",), "out"),
@@ -257,6 +262,11 @@ class _Resolver:
 
     def _import(self, path: str, target: str) -> list[int]:
         spec, _, alias = target.partition("=")
+        if _PATH_SHAPED.search(spec):  # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`
+            for module_path in module_paths(spec, path):
+                if files := self._module(path, module_path.replace("/", ".")):
+                    return files[:1]
+            return []
         module, _, name = spec.partition(":")
         if not name:
             files = self._module(path, module)

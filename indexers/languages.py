@@ -19,12 +19,13 @@ log = logging.getLogger(__name__)
 
 # Test conventions per ecosystem: folders (Python/Rust `tests/`, Java/Maven `src/test/`, JS
 # `__tests__`/`__mocks__`, Go `testdata/`, Ruby/JS `spec/`) and file names (`test_x.py`,
-# `x_test.go`, `x.test.ts`, `x.spec.js`, `x.tests.cpp`, `FooTest.java`, `FooTests.cs`, `FooIT.java`).
+# `x_test.go`, `x.test.ts`, `x.spec.js`, `x.tests.cpp`, `FooTest.java`, `FooTests.cs`, `FooIT.java`),
+# Ruby `x_spec.rb`, PHP `FooTest.php`, Swift `FooTests.swift`, .NET test projects `App.Tests/`).
 _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|testdata|test_?data|test_?utils?|"
-                        r"test_?helpers?)(/|$)|"
-                        r"(^|/)(test_[^/]*|[^/]*_tests?\.\w+|conftest\.py|[^/]*\.(tests?|spec)\.\w+|"
+                        r"test_?helpers?|[^/]+\.(Tests?|Specs?|UnitTests|IntegrationTests))(/|$)|"
+                        r"(^|/)(test_[^/]*|[^/]*_(tests?|spec)\.\w+|conftest\.py|[^/]*\.(tests?|spec)\.\w+|"
                         r"test_?(utils?|helpers?|support)\.\w+|"
-                        r"[A-Z]\w*(Test|Tests|IT|Spec)\.(java|kt|scala|cs|groovy))$")
+                        r"[A-Z]\w*(Test|Tests|IT|Spec|Specs)\.(java|kt|scala|cs|groovy|php|swift))$")
 # A test module inside a source file: Rust `#[cfg(test)] mod tests { ... }` (chunks under `tests::`).
 _TEST_SYMBOL = re.compile(r"^(tests?|test_\w+)(\.|::|$)")
 _GENERATED = re.compile(r"(?i)(do not edit|@generated|\bauto-?generated\b|\b(this|the) (file|code|module) (was|is) "
@@ -59,6 +60,17 @@ EXTENSIONS: dict[str, str] = {
     ".java": "java",
     ".c": "c", ".h": "c",
     ".cc": "cpp", ".cpp": "cpp", ".cxx": "cpp", ".hpp": "cpp", ".hh": "cpp", ".hxx": "cpp",
+    ".rb": "ruby", ".rake": "ruby", ".gemspec": "ruby",
+    ".php": "php",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".scala": "scala", ".sc": "scala",
+    # code without a grammar here: chunked in line windows, ranked as code (not as documentation)
+    ".kt": "kotlin", ".kts": "kotlin", ".m": "objc", ".mm": "objc", ".sh": "shell", ".bash": "shell",
+    ".zsh": "shell", ".lua": "lua", ".pl": "perl", ".pm": "perl", ".ex": "elixir", ".exs": "elixir",
+    ".erl": "erlang", ".hs": "haskell", ".ml": "ocaml", ".mli": "ocaml", ".clj": "clojure",
+    ".dart": "dart", ".r": "r", ".jl": "julia", ".zig": "zig", ".groovy": "groovy", ".gradle": "groovy",
+    ".vue": "vue", ".svelte": "svelte", ".sql": "sql", ".proto": "proto", ".sol": "solidity",
     ".md": "markdown", ".markdown": "markdown",
     ".rst": "rst", ".txt": "text",
 }
@@ -76,9 +88,17 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
     "java": ("tree_sitter_java", "language"),
     "c": ("tree_sitter_c", "language"),
     "cpp": ("tree_sitter_cpp", "language"),
+    "ruby": ("tree_sitter_ruby", "language"),
+    "php": ("tree_sitter_php", "language_php"),  # PHP inside HTML: `<?php ... ?>` files as written
+    "csharp": ("tree_sitter_c_sharp", "language"),
+    "swift": ("tree_sitter_swift", "language"),
+    "scala": ("tree_sitter_scala", "language"),
 }
 
-CODE_LANGUAGES = frozenset(_GRAMMARS)
+# Kotlin's wheel (tree-sitter-kotlin 1.1.0) parses `interface` and `companion object` as errors, so
+# Kotlin stays in line windows until a sound grammar ships.
+GRAMMAR_LANGUAGES = frozenset(_GRAMMARS)  # parsed: definitions are chunks, symbols and graph edges
+CODE_LANGUAGES = frozenset(EXTENSIONS.values()) - PROSE_LANGUAGES  # ranked as code: the grammar ones and the rest
 
 
 def language_for(path: str) -> str:

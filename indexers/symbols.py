@@ -116,7 +116,7 @@ def _add_match(captures: dict, path: str, spans, graph: FileGraph) -> None:
         graph.edges.append((path, source, target, "call", line))
     elif "import" in captures:
         alias = _text(captures["import.alias"]) if "import.alias" in captures else ""
-        target = _text(captures["import"]).strip("\"'<>")
+        target = _text(captures["import"]).removeprefix("import ").strip("\"'<>")  # Scala: the whole declaration
         graph.edges.append((path, path, f"{target}={alias}" if alias else target, "import", line))
     elif "from.module" in captures:
         alias = _text(captures["from.alias"]) if "from.alias" in captures else ""

@@ -18,6 +18,15 @@ _OTHER_FRAMES = (
                r"(?:js|mjs|cjs|jsx|ts|tsx|mts|cts|vue)):(?P<line>\d+):\d+\)?"),
     re.compile(r"(?m)^\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$"),
     re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rs):(?P<line>\d+):\d+"),
+    # Ruby: `app/models/cart.rb:12:in 'Cart#total'` (3.4) or "in `total'"
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<func>\w+[?!]?)'"),
+    # PHP: `#0 /app/src/Cart.php(12): App\Cart->total()`, `in /app/src/Cart.php on line 12`
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.php)\((?P<line>\d+)\): (?:[\w\\]+(?:->|::))?(?P<func>\w+)\("),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.php)(?::| on line )(?P<line>\d+)"),
+    # C#: `at Shop.Cart.Total() in /src/Shop/Cart.cs:line 12`
+    re.compile(r"\bat (?:[\w<>`]+\.)*(?P<func>\w+)\([^)]*\) in (?P<path>(?:[A-Za-z]:)?[^\s:]+\.cs):line (?P<line>\d+)"),
+    # Swift: `Shop/Cart.swift:12: Fatal error: ...`
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.swift):(?P<line>\d+)"),
 )
 _PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
                    r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"

@@ -12,6 +12,9 @@ boundary. Specs as `indexers/symbols.py` writes them:
     Go      `github.com/acme/app/core/stat`                        -> the package folder, by suffix
     Rust    `crate::a::b::{X, Y}`, `super::x`, `self::Kind::*`     -> a/b, a
     C/C++   `foo/bar.h`                                            -> foo/bar
+    Ruby    `json`, `shop/cart`, `../util/helper` (require[_relative]) -> as Python dotted / JS paths
+    PHP     `App\\Util\\Helper` (use)                               -> App/Util/Helper, Util/Helper
+    Scala   `shop.util.Helper`                                     -> shop/util/Helper
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-_EXTENSION = re.compile(r"\.(py|pyi|java|kt|js|jsx|ts|tsx|mjs|cjs|go|rs|c|cc|cpp|cxx|h|hh|hpp|hxx)$")
+_EXTENSION = re.compile(r"\.(py|pyi|java|kt|js|jsx|ts|tsx|mjs|cjs|go|rs|c|cc|cpp|cxx|h|hh|hpp|hxx|rb|php|cs|swift|scala)$")
 _RUST_ROOTS = ("crate", "self", "super")
 _C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
 _RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
@@ -48,6 +51,9 @@ def module_paths(spec: str, importer: str) -> list[str]:
         if relative:
             return [posixpath.join(base, s) for s in stems] or [base]
         return stems
+    if "\\" in spec:  # PHP namespace: PSR-4 maps its vendor prefix onto a folder (`App\\` -> `src/`)
+        parts = [p for p in spec.split("\\") if p]
+        return ["/".join(parts)] + (["/".join(parts[1:])] if len(parts) > 1 else [])
     if spec.startswith(("./", "../")):  # JS/TS relative path
         return [posixpath.normpath(posixpath.join(folder, _strip_extension(spec)))]
     if _C_INCLUDE.search(spec):  # `#include "x.h"`: beside the importer first, else anywhere

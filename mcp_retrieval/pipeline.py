@@ -68,8 +68,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                     else "no embedding model")
     anchored_files: list[str] = []
     with stages.run("anchors") as st:
-        ranked["path"], anchored_files = retriever.path_hits(anchors, query)
-        ranked["symbol"] = retriever.symbol_hits(anchors)
+        symbol_hits = retriever.symbol_hits(anchors)  # first: a named file's named definitions lead its path hits
+        ranked["path"], anchored_files = retriever.path_hits(anchors, query, dict(symbol_hits))
+        ranked["symbol"] = symbol_hits
         if anchors.messages and config.tier_weights.get("message"):
             ranked["message"] = retriever.message_hits(anchors)
         st["detail"] = (f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks, "

@@ -26,6 +26,8 @@ QUERY_PIECE_CHARS = 1000
 MAX_QUERY_PIECES = 3
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
+NAMED_IN_PATH = True
+NAMED_MIN = 2.0
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -128,8 +130,11 @@ class Retriever:
                 best[cid] = max(best.get(cid, -1.0), sim)
         return sorted(best.items(), key=lambda kv: -kv[1])[:limit]
 
-    def path_hits(self, anchors: Anchors, query: str) -> tuple[list[tuple[str, float]], list[str]]:
-        """Chunks of files the question names (frames deepest first, then paths, then modules)."""
+    def path_hits(self, anchors: Anchors, query: str,
+                  named: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], list[str]]:
+        """Chunks of files the question names (frames deepest first, then paths, then modules): in
+        each file, the functions its frames name, then the definitions the question names
+        (`named`: the symbol tier's chunk scores), then the file's best lexical matches."""
         resolver = self.resolver()
         files: list[str] = []
         for written, _, _ in reversed(anchors.frames):
@@ -144,8 +149,10 @@ class Retriever:
         for rank, path in enumerate(files):
             within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
             chunks = self.store.chunks_for_path(path)
-            named = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
-            ids = list(dict.fromkeys([*named, *(cid for cid, _ in within)]))[:CHUNKS_PER_ANCHORED_FILE]
+            in_frames = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
+            in_question = sorted((c.id for c in chunks if named.get(c.id, 0) >= NAMED_MIN), key=lambda cid: -named[cid]) \
+                if named and NAMED_IN_PATH else []
+            ids = list(dict.fromkeys([*in_frames, *in_question, *(cid for cid, _ in within)]))[:CHUNKS_PER_ANCHORED_FILE]
             if not ids and chunks:
                 ids = [chunks[0].id]
             hits.extend((cid, 1.0 / (1 + rank)) for cid in ids)

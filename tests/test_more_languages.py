@@ -1,0 +1,188 @@
+"""Ruby, PHP, C#, Swift and Scala are parsed (definitions are chunks, symbols and graph edges);
+other code without a grammar here (Kotlin, shell, Lua, ...) is chunked in line windows and ranked
+as code, never as documentation. Real Tantivy and LanceDB, in a temporary workspace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcp_retrieval import Config, Engine
+from mcp_retrieval.extract import extract
+from mcp_retrieval.import_links import Imports
+from mcp_retrieval.indexers.chunk import chunk_file
+from mcp_retrieval.indexers.embed import HashEmbedder
+from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, PROSE_LANGUAGES, is_test_path, \
+    language_for
+
+SOURCES = {
+    "lib/shop/cart.rb": """require_relative '../util/pricing'
+
+module Shop
+  class Cart < Base
+    include Enumerable
+
+    def initialize(items)
+      @items = items
+    end
+
+    def total_with_coupon(code)
+      raise ArgumentError, "coupon code is not redeemable here" unless valid?(code)
+      Pricing.discount(@items.sum, code)
+    end
+  end
+end
+""",
+    "lib/util/pricing.rb": """module Pricing
+  def self.discount(amount, code)
+    amount * 0.9
+  end
+end
+""",
+    "src/Billing/Invoice.php": """<?php
+namespace App\\Billing;
+
+use App\\Util\\Money;
+
+class Invoice extends Document implements Payable
+{
+    public function settleBalance(int $cents): Money
+    {
+        return Money::fromCents($cents)->round();
+    }
+}
+""",
+    "src/Util/Money.php": """<?php
+namespace App\\Util;
+
+final class Money
+{
+    public static function fromCents(int $cents): Money { return new Money($cents); }
+}
+""",
+    "Shop.Core/Ledger.cs": """using System.Linq;
+
+namespace Shop.Core
+{
+    public class Ledger : Journal
+    {
+        public decimal ReconcileAccounts(int year)
+        {
+            return Entries.Where(e => e.Year == year).Sum(e => e.Amount);
+        }
+    }
+}
+""",
+    "Sources/Shop/Basket.swift": """import Foundation
+
+class Basket: Container {
+    init(items: [Item]) { self.items = items }
+    func checkoutTotal() -> Int { return items.reduce(0) { $0 + $1.price } }
+}
+""",
+    "src/main/scala/shop/Catalog.scala": """package shop
+
+import shop.util.Helper
+
+class Catalog extends Registry {
+  def lookupSku(sku: String): Option[Item] = Helper.find(sku)
+}
+""",
+    "app/src/main/kotlin/shop/Wallet.kt": """package shop
+
+class Wallet(val owner: String) {
+    fun refundPayment(amount: Int): Int = amount
+}
+""",
+    "docs/notes.txt": "How to refundPayment from a Wallet: see the guide.\n",
+}
+
+
+@pytest.fixture
+def polyglot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "ws"
+    for rel, text in SOURCES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    config = Config.resolve(root, tmp_path / "index", persist_sessions=False)
+    config.cache_dir = tmp_path / "cache"
+    eng = Engine(config, embedder=HashEmbedder())
+    eng.reindex()
+    yield eng
+    eng.close()
+
+
+def test_each_new_language_is_recognised_and_code_is_never_prose():
+    assert {language_for(p) for p in SOURCES if p.endswith((".rb", ".php", ".cs", ".swift", ".scala"))} == \
+        {"ruby", "php", "csharp", "swift", "scala"}
+    assert {"ruby", "php", "csharp", "swift", "scala"} <= GRAMMAR_LANGUAGES
+    for path in ["a/Wallet.kt", "run.sh", "init.lua", "lib/x.ex", "Main.hs"]:
+        assert language_for(path) in CODE_LANGUAGES and language_for(path) not in PROSE_LANGUAGES, path
+    assert language_for("notes.txt") in PROSE_LANGUAGES
+
+
+@pytest.mark.parametrize("path, symbol", [
+    ("lib/shop/cart.rb", "Shop.Cart.total_with_coupon"),
+    ("src/Billing/Invoice.php", "Invoice.settleBalance"),
+    ("Shop.Core/Ledger.cs", "Shop.Core.Ledger.ReconcileAccounts"),
+    ("Sources/Shop/Basket.swift", "Basket.checkoutTotal"),
+    ("src/main/scala/shop/Catalog.scala", "Catalog.lookupSku"),
+])
+def test_definitions_are_found_by_qualified_name(polyglot, path, symbol):
+    r = polyglot.query_graph(path, relation="defines", depth=3)
+    assert f"{path}::{symbol}" in {n.id for n in r.nodes}
+
+
+def test_a_long_definition_is_its_own_chunk_with_its_name():
+    body = "\n".join(f"    total += line_{i}" for i in range(120))
+    text = f"class Register\n  def tally\n    total = 0\n{body}\n  end\n\n  def other\n  end\nend\n"
+    chunks = chunk_file("lib/register.rb", text, "ruby")
+    assert "Register.tally" in {c.symbol for c in chunks}
+
+
+def test_calls_inheritance_and_imports_are_edges(polyglot):
+    callees = {n.id for n in polyglot.query_graph("Shop.Cart.total_with_coupon", relation="callees").nodes}
+    assert "lib/util/pricing.rb::Pricing.discount" in callees
+    imports = {n.id.split("::")[0] for n in polyglot.query_graph("lib/shop/cart.rb", relation="imports").nodes}
+    assert "lib/util/pricing.rb" in imports
+    assert Imports("src/Billing/Invoice.php", ["App\\Util\\Money"]).__contains__("src/Util/Money.php")
+    assert Imports("src/main/scala/shop/Catalog.scala", ["shop.util.Helper"]).__contains__(
+        "src/main/scala/shop/util/Helper.scala")
+
+
+@pytest.mark.parametrize("question, path", [
+    ("total_with_coupon raises for a valid coupon", "lib/shop/cart.rb"),
+    ("settleBalance rounds the wrong way", "src/Billing/Invoice.php"),
+    ("ReconcileAccounts ignores the year", "Shop.Core/Ledger.cs"),
+    ("checkoutTotal is off by one", "Sources/Shop/Basket.swift"),
+    ("lookupSku returns None for a known sku", "src/main/scala/shop/Catalog.scala"),
+    ("refundPayment in Wallet returns the wrong amount", "app/src/main/kotlin/shop/Wallet.kt"),
+])
+def test_a_question_naming_a_definition_finds_its_file_first(polyglot, question, path):
+    r = polyglot.context(question, budget_tokens=600)
+    assert r.chunks and r.chunks[0].path == path, [c.path for c in r.chunks]
+
+
+def test_a_quoted_ruby_error_finds_its_raise_site(polyglot):
+    r = polyglot.packet('ArgumentError: "coupon code is not redeemable here" when checking out')
+    assert r.items[0].path == "lib/shop/cart.rb"
+
+
+def test_stack_frames_of_ruby_php_csharp_and_swift_name_files_and_functions():
+    frames = extract("/app/lib/shop/cart.rb:12:in 'Shop::Cart#total_with_coupon'\n"
+                     "#0 /var/www/src/Billing/Invoice.php(9): App\\Billing\\Invoice->settleBalance()\n"
+                     "   at Shop.Core.Ledger.ReconcileAccounts(Int32 year) in /src/Shop.Core/Ledger.cs:line 9\n"
+                     "Sources/Shop/Basket.swift:5: Fatal error: Index out of range").frames
+    assert ("/app/lib/shop/cart.rb", 12, "total_with_coupon") in frames
+    assert ("/var/www/src/Billing/Invoice.php", 9, "settleBalance") in frames
+    assert ("/src/Shop.Core/Ledger.cs", 9, "ReconcileAccounts") in frames
+    assert ("Sources/Shop/Basket.swift", 5, None) in frames
+
+
+def test_test_conventions_of_the_new_ecosystems():
+    assert all(is_test_path(p) for p in ["spec/models/cart_spec.rb", "tests/Unit/InvoiceTest.php",
+                                          "Shop.Tests/LedgerTests.cs", "Tests/ShopTests/BasketTests.swift",
+                                          "src/test/scala/shop/CatalogSpec.scala"])
+    assert not any(is_test_path(p) for p in SOURCES)
