@@ -1,0 +1,88 @@
+"""Localisation instances from a repository's own fix commits, for languages without dev data.
+
+    python -m mcp_retrieval.bench commits --repo jekyll/jekyll=/path/to/jekyll.git --per-repo 15 \\
+        --out /tmp/commits.jsonl
+    python -m mcp_retrieval.bench swebench --instances /tmp/commits.jsonl --repo jekyll/jekyll=... \\
+        --no-dense --modes bm25_file,full
+
+The classic bug-localisation set-up: walking HEAD's first-parent history, newest first, every
+non-merge commit whose message says it fixes something (`fix`, `bug`, `crash`, `error`, ...) and
+that changes one to three source files that already existed (not tests, docs or build files; no
+reverts or typo fixes) becomes an instance in the format of `../shared/eval/multilang_dev.jsonl`: the
+message is the question, the parent commit the base, the changed source files the gold. The
+history tier reads the parent's ancestry only, so the commit itself stays invisible.
+
+Commit messages are shorter than issues and often name the code they touch, so these numbers
+are not SWE-bench's: they compare languages and methods with each other, not with published
+figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for
+
+FIX = re.compile(r"(?i)\b(fix(es|ed)?|bug|crash(es)?|error|wrong|incorrect|broken|regression|fails?)\b")
+MIN_MESSAGE_CHARS = 40
+MAX_GOLD_FILES = 3
+_DOC_OR_BUILD = re.compile(r"(?i)(^|/)(docs?|examples?|benchmarks?|vendor|third_party|project)/|^features/|"
+                           r"\.gemspec$|(^|/)Package(@[\w.-]+)?\.swift$")  # Cucumber features, build files
+_NOT_A_FIX = re.compile(r"(?i)^revert\b|\btypos?\b")  # a revert undoes, a typo fix describes no fault
+
+
+def source_files(paths: list[str]) -> list[str]:
+    return [p for p in paths if language_for(p) in CODE_LANGUAGES and not is_test_path(p) and not _DOC_OR_BUILD.search(p)]
+
+
+def _git(git_dir: Path, *args: str) -> str:
+    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=True,
+                          errors="replace").stdout
+
+
+def fix_commits(git_dir: Path, limit: int, scan: int = 4000):
+    """(sha, parent, message, changed source files) of the newest `limit` fix commits."""
+    log = _git(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
+               "--name-status", "HEAD")
+    found = 0
+    for record in log.split("\x1e")[1:]:
+        head, message, status = (record.split("\x1f") + ["", ""])[:3]
+        shas = head.split()
+        if len(shas) != 2 or len(message.strip()) < MIN_MESSAGE_CHARS or not FIX.search(message) \
+                or _NOT_A_FIX.search(message):
+            continue
+        modified = [line.split("\t", 1)[1] for line in status.strip().splitlines() if line.startswith("M\t")]
+        added = [line for line in status.strip().splitlines() if line[:1] in "AD" and
+                 source_files([line.split("\t")[-1]])]
+        gold = source_files(modified)
+        if not gold or len(gold) > MAX_GOLD_FILES or added:
+            continue  # nothing to find, a sweep, or a fix that adds or deletes source files
+        yield shas[0], shas[1], message.strip(), gold
+        found += 1
+        if found >= limit:
+            return
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench commits")
+    ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
+    ap.add_argument("--per-repo", type=int, default=15)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    rows = 0
+    with open(args.out, "w") as out:
+        for spec in args.repo:
+            repo, _, git_dir = spec.partition("=")
+            for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo):
+                row = {"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo, "base_commit": parent,
+                       "problem_statement": message, "gold_code_files": gold,
+                       "language": sorted({language_for(p) for p in gold})[0]}
+                out.write(json.dumps(row) + "\n")
+                rows += 1
+            print(f"{repo}: {rows} instances so far", file=sys.stderr)
+    return 0

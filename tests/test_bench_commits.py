@@ -1,0 +1,45 @@
+"""`bench commits`: a repository's own fix commits as localisation instances (real git)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from mcp_retrieval.bench.commits import fix_commits
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", *args], check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, str], message: str) -> str:
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+def test_only_fixes_of_existing_source_files_become_instances(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    base = commit(repo, {"lib/cart.rb": "def total\nend\n", "spec/cart_spec.rb": "it 'adds'\n", "README.md": "x\n"},
+                  "initial import of the shop")
+    fix = commit(repo, {"lib/cart.rb": "def total\n  0\nend\n"}, "Fix total returning nil for an empty cart (#12)")
+    commit(repo, {"lib/cart.rb": "def total\n  1\nend\n"}, "Revert \"Fix total returning nil for an empty cart\"")
+    commit(repo, {"lib/cart.rb": "# the total\ndef total\n  1\nend\n"}, "Fix a typo in the comment of the cart total")
+    commit(repo, {"spec/cart_spec.rb": "it 'adds two'\n"}, "Fix the flaky spec of the cart total again")
+    commit(repo, {"lib/cart.rb": "def total\n  2\nend\n", "lib/tax.rb": "def tax\nend\n"},
+           "Fix the total by adding a tax module to the cart")
+    commit(repo, {"README.md": "y\n"}, "Fix the wording of the readme about totals")
+    found = list(fix_commits(repo / ".git", limit=10))
+    assert [(sha, parent, gold) for sha, parent, _, gold in found] == [(fix, base, ["lib/cart.rb"])]
+    assert found[0][2].startswith("Fix total returning nil")
