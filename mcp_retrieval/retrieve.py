@@ -26,8 +26,7 @@ QUERY_PIECE_CHARS = 1000
 MAX_QUERY_PIECES = 3
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
-NAMED_IN_PATH = True
-NAMED_MIN = 2.0
+NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -150,8 +149,10 @@ class Retriever:
             within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
             chunks = self.store.chunks_for_path(path)
             in_frames = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
+            # a rare name mentioned twice, or a dotted one (`Card._format_float`): the function the
+            # question is about, often shorter than the file's wordiest chunks (BENCHMARKS 13a)
             in_question = sorted((c.id for c in chunks if named.get(c.id, 0) >= NAMED_MIN), key=lambda cid: -named[cid]) \
-                if named and NAMED_IN_PATH else []
+                if named else []
             ids = list(dict.fromkeys([*in_frames, *in_question, *(cid for cid, _ in within)]))[:CHUNKS_PER_ANCHORED_FILE]
             if not ids and chunks:
                 ids = [chunks[0].id]

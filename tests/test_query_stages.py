@@ -98,3 +98,26 @@ def test_a_quoted_message_finds_its_raise_site_and_a_common_one_points_nowhere(e
     result = engine.packet(question, debug=True)
     cart = next(i for i in result.items if i.path == "src/shop/cart.py")
     assert "message" in cart.tiers and "holds a message the question quotes, verbatim" in cart.why
+
+
+def test_a_definition_the_question_names_leads_its_named_files_path_hits(engine):
+    """In a file the question names, the path tier holds the definitions the question names (the
+    symbol tier's chunks with weight >= NAMED_MIN) before the chunks with the most of its words."""
+    from mcp_retrieval import retrieve
+
+    wordy = "\n\n".join(f"def entry_{i}(ledger):\n    balance = ledger.balance + ledger.amount  # entry balance\n"
+                        f"    return [balance, ledger.amount, ledger.entry]" for i in range(5))
+    (engine.config.root / "src" / "shop" / "ledger.py").write_text(wordy + "\n\n\ndef close_books(rows):\n    return rows\n")
+    engine.reindex()
+    question = "In src/shop/ledger.py the ledger balance amount of an entry is wrong"
+    anchors = extract(question, [])
+    chunks = {c.symbol: c.id for c in engine.store.chunks_for_path("src/shop/ledger.py")}
+
+    def symbols(named):
+        hits, files = engine.retriever.path_hits(anchors, question, named)
+        assert files == ["src/shop/ledger.py"] and len(hits) == retrieve.CHUNKS_PER_ANCHORED_FILE
+        return [engine.store.chunks_by_id([cid])[cid].symbol for cid, _ in hits]
+
+    assert "close_books" not in symbols({})  # none of the question's words
+    assert symbols({chunks["close_books"]: retrieve.NAMED_MIN})[0] == "close_books"
+    assert "close_books" not in symbols({chunks["close_books"]: retrieve.NAMED_MIN / 2})  # a weak name: no seat
