@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, parser
 
+# Bump when an unchanged file would now chunk differently (boundaries, languages, symbols): the
+# next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
+# Scala parsed; other code extensions no longer plain text.
+CHUNKER_VERSION = "2"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60

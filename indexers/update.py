@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from mcp_retrieval.indexers.chunk import Chunk, chunk_file, parse
+from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import language_for, looks_generated
 from mcp_retrieval.indexers.lexical import ANALYZER_VERSION, LexicalIndex
@@ -138,17 +138,20 @@ class Indexer:
                 result.warnings.append(warning)
             manifest = self.store.files()
             removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
-            analysed = self.store.get_meta("lexical_analyzer") or "1"  # indexes from before the marker are version 1
-            reanalyse = bool(manifest) and scopes is None and analysed != ANALYZER_VERSION
+            # indexes from before a marker are its version 1
+            analysed = (self.store.get_meta("lexical_analyzer") or "1", self.store.get_meta("chunker") or "1")
+            reanalyse = bool(manifest) and scopes is None and analysed != (ANALYZER_VERSION, CHUNKER_VERSION)
             candidates = [e for p, e in seen.items()
                           if full or reanalyse or p not in manifest
                           or (manifest[p].size, manifest[p].mtime_ns) != (e.size, e.mtime_ns)]
             skipped: Counter[str] = Counter(stats.skipped)
-            # the lexical analyser changed: every file is re-chunked as if new (vectors come back from the cache)
+            # the lexical analyser or the chunker changed: every file is re-chunked as if new (vectors
+            # of unchanged chunks come back from the cache)
             self._apply(candidates, removed, {} if reanalyse else manifest, result, skipped, progress, should_stop)
             result.skipped = dict(skipped)
             if scopes is None and not (should_stop and should_stop()):
                 self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
+                self.store.set_meta("chunker", CHUNKER_VERSION)
         result.duration_ms = _ms(started)
         return result
 

@@ -190,8 +190,9 @@ def test_an_identifier_lookup_finds_its_definition_even_in_a_test_file(engine, w
     assert engine.packet("helper_for_cart_checks").items[0].path == "tests/test_cart.py"
 
 
-def test_a_changed_lexical_analyser_re_analyses_every_file_once(engine):
-    engine.store.set_meta("lexical_analyzer", "0")  # an index written by another analyser version
+@pytest.mark.parametrize("marker", ["lexical_analyzer", "chunker"])
+def test_a_changed_lexical_analyser_or_chunker_re_analyses_every_file_once(engine, marker):
+    engine.store.set_meta(marker, "0")  # an index written by another analyser or chunker version
     files = engine.status().files
     first = engine.reindex()
     assert first.files_changed == files and first.chunks_embedded == 0  # vectors come back from the cache
