@@ -74,7 +74,7 @@ _DEFS: dict[str, dict[str, str]] = {
     "php": {"function_definition": "function", "method_declaration": "method", "class_declaration": "class",
             "interface_declaration": "class", "trait_declaration": "class", "enum_declaration": "class"},
     "csharp": {"class_declaration": "class", "interface_declaration": "class", "struct_declaration": "class",
-               "enum_declaration": "class", "record_declaration": "class", "namespace_declaration": "class",
+               "enum_declaration": "class", "record_declaration": "class",
                "method_declaration": "method", "constructor_declaration": "method"},
     # Swift: `class_declaration` is also struct, enum, actor and extension
     "swift": {"class_declaration": "class", "protocol_declaration": "class", "function_declaration": "function",
@@ -86,6 +86,10 @@ _DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declarat
                                        "abstract_class_declaration": "class", "enum_declaration": "class",
                                        "type_alias_declaration": "class", "function_signature": "function"}
 _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+# Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
+# braced form) names every type of a file the same, so it is no chunk and no part of a qualname
+# (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
+_TRANSPARENT = {"namespace_declaration", "namespace_definition"}
 _BODY_FIELDS = ("body", "declaration_list")
 
 
@@ -259,6 +263,9 @@ class Definition:
 def definitions(node, defs: dict[str, str], qual: str | None):
     """The definitions directly under `node` (children that are not definitions are yielded as None)."""
     for child in node.named_children:
+        if child.type in _TRANSPARENT and child.type not in defs and (body := _body(child)) is not None:
+            yield from definitions(body, defs, qual)
+            continue
         found = _unwrap(child, defs)
         if found is None:
             yield child, None

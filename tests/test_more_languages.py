@@ -126,7 +126,7 @@ def test_each_new_language_is_recognised_and_code_is_never_prose():
 @pytest.mark.parametrize("path, symbol", [
     ("lib/shop/cart.rb", "Shop.Cart.total_with_coupon"),
     ("src/Billing/Invoice.php", "Invoice.settleBalance"),
-    ("Shop.Core/Ledger.cs", "Shop.Core.Ledger.ReconcileAccounts"),
+    ("Shop.Core/Ledger.cs", "Ledger.ReconcileAccounts"),
     ("Sources/Shop/Basket.swift", "Basket.checkoutTotal"),
     ("src/main/scala/shop/Catalog.scala", "Catalog.lookupSku"),
 ])
