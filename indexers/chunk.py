@@ -17,7 +17,7 @@ from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, 
 
 # Bump when an unchanged file would now chunk differently (boundaries, languages, symbols): the
 # next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
-# Scala parsed; other code extensions no longer plain text.
+# Scala and Kotlin parsed; other code extensions no longer plain text.
 CHUNKER_VERSION = "2"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
@@ -79,6 +79,8 @@ _DEFS: dict[str, dict[str, str]] = {
     # Swift: `class_declaration` is also struct, enum, actor and extension
     "swift": {"class_declaration": "class", "protocol_declaration": "class", "function_declaration": "function",
               "init_declaration": "method"},
+    "kotlin": {"class_declaration": "class", "object_declaration": "class", "companion_object": "class",
+               "function_declaration": "function"},
     "scala": {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
               "enum_definition": "class", "function_definition": "function"},
 }
@@ -212,6 +214,8 @@ def def_name(node) -> str | None:
         return _text(node.child_by_field_name("type"))
     if node.type == "init_declaration":  # Swift initialisers have no name of their own
         return "init"
+    if node.type == "companion_object" and node.child_by_field_name("name") is None:  # Kotlin
+        return "Companion"
     if node.type == "type_declaration":
         for spec in node.named_children:
             name = spec.child_by_field_name("name")

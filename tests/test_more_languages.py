@@ -1,5 +1,5 @@
-"""Ruby, PHP, C#, Swift and Scala are parsed (definitions are chunks, symbols and graph edges);
-other code without a grammar here (Kotlin, shell, Lua, ...) is chunked in line windows and ranked
+"""Ruby, PHP, C#, Swift, Scala and Kotlin are parsed (definitions are chunks, symbols and graph
+edges); other code without a grammar here (shell, Lua, ...) is chunked in line windows and ranked
 as code, never as documentation. Real Tantivy and LanceDB, in a temporary workspace."""
 
 from __future__ import annotations
@@ -117,8 +117,8 @@ def polyglot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 def test_each_new_language_is_recognised_and_code_is_never_prose():
     assert {language_for(p) for p in SOURCES if p.endswith((".rb", ".php", ".cs", ".swift", ".scala"))} == \
         {"ruby", "php", "csharp", "swift", "scala"}
-    assert {"ruby", "php", "csharp", "swift", "scala"} <= GRAMMAR_LANGUAGES
-    for path in ["a/Wallet.kt", "run.sh", "init.lua", "lib/x.ex", "Main.hs"]:
+    assert {"ruby", "php", "csharp", "swift", "scala", "kotlin"} <= GRAMMAR_LANGUAGES
+    for path in ["run.sh", "init.lua", "lib/x.ex", "Main.hs", "View.m"]:
         assert language_for(path) in CODE_LANGUAGES and language_for(path) not in PROSE_LANGUAGES, path
     assert language_for("notes.txt") in PROSE_LANGUAGES
 
@@ -129,6 +129,7 @@ def test_each_new_language_is_recognised_and_code_is_never_prose():
     ("Shop.Core/Ledger.cs", "Ledger.ReconcileAccounts"),
     ("Sources/Shop/Basket.swift", "Basket.checkoutTotal"),
     ("src/main/scala/shop/Catalog.scala", "Catalog.lookupSku"),
+    ("app/src/main/kotlin/shop/Wallet.kt", "Wallet.refundPayment"),
 ])
 def test_definitions_are_found_by_qualified_name(polyglot, path, symbol):
     r = polyglot.query_graph(path, relation="defines", depth=3)
