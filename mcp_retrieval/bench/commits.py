@@ -32,7 +32,7 @@ FIX = re.compile(r"(?i)\b(fix(es|ed)?|bug|crash(es)?|error|wrong|incorrect|broke
 MIN_MESSAGE_CHARS = 40
 MAX_GOLD_FILES = 3
 _DOC_OR_BUILD = re.compile(r"(?i)(^|/)(docs?|examples?|benchmarks?|vendor|third_party|project)/|^features/|"
-                           r"\.gemspec$|(^|/)Package(@[\w.-]+)?\.swift$")  # Cucumber features, build files
+                           r"\.gemspec$|\.gradle(\.kts)?$|(^|/)Package(@[\w.-]+)?\.swift$")  # Cucumber features, build files
 _NOT_A_FIX = re.compile(r"(?i)^revert\b|\btypos?\b")  # a revert undoes, a typo fix describes no fault
 
 
