@@ -33,6 +33,8 @@ _PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
 # `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.
 _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
+# Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
+_RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
@@ -120,8 +122,10 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
-    for m in _SCOPED.finditer(query):  # `Type::method` reads like `Type.method` to the symbol index
-        dotted = re.sub(r"::|->", ".", m.group(1))
+    scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [f"{m.group(1)}.{m.group(2)}"
+                                                               for m in _RUBY_METHOD.finditer(query)]
+    for written in scoped:  # `Type::method` and `Type#method` read like `Type.method` to the symbol index
+        dotted = re.sub(r"::|->", ".", written)
         if dotted not in anchors.dotted:
             anchors.dotted.append(dotted)
     for dotted in anchors.dotted:

@@ -166,6 +166,12 @@ def test_a_question_naming_a_definition_finds_its_file_first(polyglot, question,
     assert r.chunks and r.chunks[0].path == path, [c.path for c in r.chunks]
 
 
+def test_rubys_class_hash_method_names_a_definition(polyglot):
+    assert "Shop.Cart.total_with_coupon" in extract("Shop::Cart#total_with_coupon ignores the code").dotted
+    r = polyglot.packet("Cart#total_with_coupon ignores the code")
+    assert r.items[0].path == "lib/shop/cart.rb"
+
+
 def test_a_quoted_ruby_error_finds_its_raise_site(polyglot):
     r = polyglot.packet('ArgumentError: "coupon code is not redeemable here" when checking out')
     assert r.items[0].path == "lib/shop/cart.rb"
