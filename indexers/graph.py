@@ -10,15 +10,15 @@ contains, call, import, inherit, reference. Built lazily and rebuilt when the in
 from __future__ import annotations
 
 import bisect
-import re
 import difflib
 import functools
+import re
 from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import module_name, module_suffixes
-from mcp_retrieval.import_links import module_paths
+from mcp_retrieval.indexers.import_links import module_paths
 
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
 from mcp_retrieval.assemble import gram_set, jaccard
-from mcp_retrieval.import_links import Imports
+from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25

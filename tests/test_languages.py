@@ -9,7 +9,7 @@ from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import partners, rank_files, with_file_evidence
-from mcp_retrieval.import_links import Imports
+from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.extract import extract
-from mcp_retrieval.import_links import Imports
+from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.indexers.chunk import chunk_file
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, PROSE_LANGUAGES, is_test_path, \
