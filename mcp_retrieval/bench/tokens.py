@@ -185,6 +185,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--budgets", default="1000,2000,4000,8000")
     ap.add_argument("--per-repo", type=int, default=None)
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--dense-code-only", action="store_true",
+                    help="embed source code only (tests, docs and generated files keep no vectors): fast re-checkouts")
     ap.add_argument("--out", default=None)
     ap.add_argument("--variants", default="context",
                     help=f"context windows to measure, comma-separated: {', '.join(VARIANTS)} (render and seat-floor ablations)")
@@ -206,7 +208,8 @@ def main(argv: list[str]) -> int:
     out = open(args.out, "w") if args.out else None
     for row in rows:
         repo = row["repo"]
-        engine, bm25, _, _ = open_instance(row, repos, work, engines, no_dense=args.no_dense)
+        engine, bm25, _, _ = open_instance(row, repos, work, engines, no_dense=args.no_dense,
+                                           max_priority=0 if args.dense_code_only else None)
         engine.graph(wait=True)  # as in a server that has been up a while: the closure reads the graph
         funcs, lines = gold_functions(engine, row)
         files = gold_files(row)
