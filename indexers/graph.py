@@ -24,6 +24,7 @@ MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
+_SCOPE_SEPARATOR = re.compile(r"::|#|->")
 _JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
 RELATIONS = {
     "defines": (("contains",), "out"),
@@ -132,6 +133,8 @@ class CodeGraph:
             return [self.index[ref]]
         if ref.startswith("./"):
             ref = ref[2:]
+        if "/" not in ref:  # `Type::method` (Rust, C++, PHP), `Class#method` (Ruby), `obj->f`: as qualified
+            ref = _SCOPE_SEPARATOR.sub(".", ref)
         hits = self.by_qual.get(ref) or self.by_name.get(ref)
         if not hits and "." in ref:  # `module.Class.method` or `pkg.mod`
             parts = ref.split(".")

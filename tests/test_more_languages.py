@@ -172,6 +172,12 @@ def test_rubys_class_hash_method_names_a_definition(polyglot):
     assert r.items[0].path == "lib/shop/cart.rb"
 
 
+def test_query_graph_reads_scoped_names_as_qualified_ones(polyglot):
+    for written in ["Shop::Cart#total_with_coupon", "Cart#total_with_coupon", "Shop.Cart.total_with_coupon"]:
+        assert [n.id for n in polyglot.query_graph(written, relation="callees").nodes][:1] == \
+            ["lib/shop/cart.rb::Shop.Cart.total_with_coupon"], written
+
+
 def test_a_quoted_ruby_error_finds_its_raise_site(polyglot):
     r = polyglot.packet('ArgumentError: "coupon code is not redeemable here" when checking out')
     assert r.items[0].path == "lib/shop/cart.rb"
