@@ -136,6 +136,8 @@ class CodeGraph:
         if "/" not in ref:  # `Type::method` (Rust, C++, PHP), `Class#method` (Ruby), `obj->f`: as qualified
             ref = _SCOPE_SEPARATOR.sub(".", ref)
         hits = self.by_qual.get(ref) or self.by_name.get(ref)
+        if not hits and "." in ref:  # `Cart.total` for `Shop.Cart.total` (a Ruby module, a C++ namespace)
+            hits = [i for qual, ids in self.by_qual.items() if qual.endswith("." + ref) for i in ids]
         if not hits and "." in ref:  # `module.Class.method` or `pkg.mod`
             parts = ref.split(".")
             for size in range(len(parts) - 1, 0, -1):
