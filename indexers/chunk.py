@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, parser
+from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 
 # Bump when an unchanged file would now chunk differently (boundaries, languages, symbols): the
 # next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
@@ -114,7 +114,7 @@ def chunk_file(path: str, text: str, language: str, tree=None) -> list[Chunk]:
     if not lines or not text.strip():
         return []
     segs: list[_Seg] | None = None
-    if language in CODE_LANGUAGES:
+    if language in GRAMMAR_LANGUAGES:
         tree = tree if tree is not None else parse(text, language)
         segs = _code_segments(tree, lines, language) if tree is not None else None
     elif language == "markdown":

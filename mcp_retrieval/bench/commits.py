@@ -37,7 +37,8 @@ _NOT_A_FIX = re.compile(r"(?i)^revert\b|\btypos?\b")  # a revert undoes, a typo 
 
 
 def source_files(paths: list[str]) -> list[str]:
-    return [p for p in paths if language_for(p) in CODE_LANGUAGES and not is_test_path(p) and not _DOC_OR_BUILD.search(p)]
+    return [p for p in paths
+            if language_for(p) in CODE_LANGUAGES and not is_test_path(p) and not _DOC_OR_BUILD.search(p)]
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -56,10 +57,9 @@ def fix_commits(git_dir: Path, limit: int, scan: int = 4000):
         if len(shas) != 2 or len(message.strip()) < MIN_MESSAGE_CHARS or not FIX.search(message) \
                 or _NOT_A_FIX.search(message):
             continue
-        modified = [line.split("\t", 1)[1] for line in status.strip().splitlines() if line.startswith("M\t")]
-        added = [line for line in status.strip().splitlines() if line[:1] in "AD" and
-                 source_files([line.split("\t")[-1]])]
-        gold = source_files(modified)
+        changes = [line.split("\t") for line in status.strip().splitlines()]  # status, path[, new path]
+        gold = source_files([c[1] for c in changes if c[0] == "M"])
+        added = source_files([c[-1] for c in changes if c[0][:1] in ("A", "D")])
         if not gold or len(gold) > MAX_GOLD_FILES or added:
             continue  # nothing to find, a sweep, or a fix that adds or deletes source files
         yield shas[0], shas[1], message.strip(), gold
