@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import module_name, module_suffixes
 from mcp_retrieval.indexers.import_links import module_paths
+from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS
 
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
 _SCOPE_SEPARATOR = re.compile(r"::|#|->")
-_JS_EXTS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".d.ts")
+_JS_EXTS = (*JS_SOURCE_EXTENSIONS, ".d.ts")
 RELATIONS = {
     "defines": (("contains",), "out"),
     "references": (("call", "reference", "inherit", "import"), "in"),

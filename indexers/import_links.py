@@ -22,14 +22,15 @@ from __future__ import annotations
 import posixpath
 import re
 
-_EXTENSION = re.compile(r"\.(py|pyi|java|kt|js|jsx|ts|tsx|mjs|cjs|go|rs|c|cc|cpp|cxx|h|hh|hpp|hxx|rb|php|cs|swift|scala)$")
+from mcp_retrieval.indexers.languages import SOURCE_EXTENSION
+
 _RUST_ROOTS = ("crate", "self", "super")
 _C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
 _RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
 
 
 def _strip_extension(path: str) -> str:
-    return _EXTENSION.sub("", path)
+    return SOURCE_EXTENSION.sub("", path)
 
 
 def module_paths(spec: str, importer: str) -> list[str]:

@@ -101,6 +101,11 @@ _GRAMMARS: dict[str, tuple[str, str]] = {
 
 GRAMMAR_LANGUAGES = frozenset(_GRAMMARS)  # parsed: definitions are chunks, symbols and graph edges
 CODE_LANGUAGES = frozenset(EXTENSIONS.values()) - PROSE_LANGUAGES  # ranked as code: the grammar ones and the rest
+# The files a JS/TS module specifier can name, in the order TypeScript's resolver tries them.
+JS_SOURCE_EXTENSIONS = (".ts", ".tsx", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
+# Extensions of parsed source files: what an import spec's path drops to become a module path.
+SOURCE_EXTENSION = re.compile("(" + "|".join(sorted((re.escape(ext) for ext, lang in EXTENSIONS.items()
+                                                     if lang in GRAMMAR_LANGUAGES), key=len, reverse=True)) + ")$")
 
 
 def language_for(path: str) -> str:

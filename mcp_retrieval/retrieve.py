@@ -13,7 +13,7 @@ from typing import get_args
 import numpy as np
 
 from mcp_retrieval.indexers.embed import Embedder
-from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
+from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.symbols import module_suffixes
@@ -46,18 +46,15 @@ class Candidate:
         return [t for t in get_args(Tier) if t in self.raw]
 
 
-_JS_EXTS = (".js", ".ts", ".mjs", ".cjs", ".jsx", ".tsx", ".mts", ".cts")
-
-
 def _js_variants(parts: list[str]) -> list[list[str]]:
     """A JS/TS path as written, then the sources a build or a package may have made it from:
     `plugin/utc.js` is also `plugin/utc.ts` and `plugin/utc/index.js` (and `.ts`)."""
     stem, dot, ext = parts[-1].rpartition(".")
-    if not dot or "." + ext not in _JS_EXTS:
+    if not dot or "." + ext not in JS_SOURCE_EXTENSIONS:
         return [parts]
     out = [parts]
-    out += [[*parts[:-1], stem + e] for e in _JS_EXTS if e != "." + ext]
-    out += [[*parts[:-1], stem, "index" + e] for e in _JS_EXTS]
+    out += [[*parts[:-1], stem + e] for e in JS_SOURCE_EXTENSIONS if e != "." + ext]
+    out += [[*parts[:-1], stem, "index" + e] for e in JS_SOURCE_EXTENSIONS]
     return out
 
 
