@@ -27,6 +27,9 @@ MAX_QUERY_PIECES = 3
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
 NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
+# Outside Python a lone word before a dot (`gin.Default`, `router.get`, `ctx.Header`) is a package,
+# namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
+ONE_WORD_MODULES_ONLY_PYTHON = True
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -90,7 +93,11 @@ class PathResolver:
         parts = dotted.split(".")
         for size in range(len(parts), 0, -1):
             hits = self._by_module.get(".".join(parts[:size]), [])
-            if hits and (size > 1 or len(hits) <= 2):
+            if size == 1 and len(hits) > 2:  # a common stem names nothing in particular
+                continue
+            if size == 1 and ONE_WORD_MODULES_ONLY_PYTHON:
+                hits = [h for h in hits if h.endswith((".py", ".pyi"))]
+            if hits:
                 return hits[:2]
         return []
 
@@ -103,6 +110,8 @@ class Retriever:
         self.embedder = embedder
         self._resolver: PathResolver | None = None
         self._resolver_key: str | None = None
+        self._counts: dict[str, int] | None = None
+        self._counts_key: str | None = None
 
     def resolver(self) -> PathResolver:
         key = self.store.get_meta("last_updated")
@@ -110,6 +119,14 @@ class Retriever:
             self._resolver = PathResolver(self.store.all_paths())
             self._resolver_key = key
         return self._resolver
+
+    def language_counts(self) -> dict[str, int]:
+        """Indexed files per language (cached until the index next changes)."""
+        key = self.store.get_meta("last_updated")
+        if self._counts is None or key != self._counts_key:
+            self._counts = dict(self.store.query("SELECT language, COUNT(*) FROM files GROUP BY language"))
+            self._counts_key = key
+        return self._counts
 
     # --- sources --------------------------------------------------------------------------
     def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:

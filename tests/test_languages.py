@@ -162,3 +162,55 @@ def test_context_pool_gains_file_evidence_without_reordering_a_file():
     assert lone.score == 1.0 and not lone.why  # a file with one hit gains nothing
     weak = [candidate("c.c", 0.7), candidate("c.c", 0.69, start=20), candidate("c.c", 0.68, start=40)]
     assert with_file_evidence([candidate("a.c", 1.0), *weak])[0].chunk.path == "a.c"  # many weak hits stay below
+
+
+def test_a_lone_word_before_a_dot_names_a_python_module_only():
+    """`gin.Default` in a Go question is package `gin`'s function, not the file `gin.go`;
+    `logging.getLogger` is not `doc/logging.rst`. Several words (`pkg.mod.f`) still name any file."""
+    from mcp_retrieval.retrieve import PathResolver
+
+    resolver = PathResolver(["gin.go", "context.go", "doc/en/logging.rst", "src/app/logging.py",
+                             "src/pkg/utils.py", "web/router.js", "lib/shop/cart.go"])
+    assert resolver.resolve_module("gin.Default") == []
+    assert resolver.resolve_module("router.get") == []
+    assert resolver.resolve_module("logging.getLogger") == ["src/app/logging.py"]
+    assert resolver.resolve_module("utils.helper") == ["src/pkg/utils.py"]
+    assert resolver.resolve_module("shop.cart.Total") == ["lib/shop/cart.go"]
+
+
+def test_a_language_the_workspace_barely_uses_ranks_after_its_main_code(tmp_path, monkeypatch):
+    """A Homebrew formula in a Rust project repeats the project's words (its name, `search`,
+    `binary`) more than any source file does; a bug report is about the Rust code."""
+    from mcp_retrieval.config import Config
+    from mcp_retrieval.engine import Engine
+    from mcp_retrieval.indexers.embed import HashEmbedder
+    from mcp_retrieval.rerank import minor_languages
+
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "pkg").mkdir()
+    for i in range(60):
+        (root / "src" / f"mod_{i}.rs").write_text(f"pub fn helper_{i}(x: u32) -> u32 {{ x + {i} }}\n")
+    (root / "src" / "search.rs").write_text(
+        "pub fn search_binary(path: &str) -> bool {\n    // skips a binary file when searching\n"
+        "    path.ends_with(\".bin\")\n}\n")
+    (root / "pkg" / "grepper.rb").write_text(
+        "class Grepper < Formula\n  desc \"grepper: search binary files, search fast\"\n"
+        "  def install\n    bin.install \"grepper\" # grepper search binary\n  end\nend\n")
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    config = Config.resolve(root, tmp_path / "index", persist_sessions=False)
+    config.cache_dir = tmp_path / "cache"
+    eng = Engine(config, embedder=HashEmbedder())
+    try:
+        eng.reindex()
+        question = "grepper: search of a binary file prints garbage. grepper search binary grepper " * 8
+        best: dict[str, float] = {}
+        for item in eng.packet(question, max_items=40).items:
+            best.setdefault(item.path, item.score)
+        assert best["src/search.rs"] > best.get("pkg/grepper.rb", 0.0), best
+        named = list(dict.fromkeys(i.path for i in eng.packet("pkg/grepper.rb installs the wrong binary").items))
+        assert named[0] == "pkg/grepper.rb", named  # named in the question: not demoted
+    finally:
+        eng.close()
+    assert minor_languages({"rust": 61, "ruby": 1, "markdown": 30}) == {"ruby"}
+    assert minor_languages({"rust": 20, "ruby": 1}) == frozenset()  # too small a workspace to judge
