@@ -110,8 +110,6 @@ class Retriever:
         self.embedder = embedder
         self._resolver: PathResolver | None = None
         self._resolver_key: str | None = None
-        self._counts: dict[str, int] | None = None
-        self._counts_key: str | None = None
 
     def resolver(self) -> PathResolver:
         key = self.store.get_meta("last_updated")
@@ -119,14 +117,6 @@ class Retriever:
             self._resolver = PathResolver(self.store.all_paths())
             self._resolver_key = key
         return self._resolver
-
-    def language_counts(self) -> dict[str, int]:
-        """Indexed files per language (cached until the index next changes)."""
-        key = self.store.get_meta("last_updated")
-        if self._counts is None or key != self._counts_key:
-            self._counts = dict(self.store.query("SELECT language, COUNT(*) FROM files GROUP BY language"))
-            self._counts_key = key
-        return self._counts
 
     # --- sources --------------------------------------------------------------------------
     def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
