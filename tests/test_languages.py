@@ -176,4 +176,3 @@ def test_a_lone_word_before_a_dot_names_a_python_module_only():
     assert resolver.resolve_module("logging.getLogger") == ["src/app/logging.py"]
     assert resolver.resolve_module("utils.helper") == ["src/pkg/utils.py"]
     assert resolver.resolve_module("shop.cart.Total") == ["lib/shop/cart.go"]
-
