@@ -25,6 +25,17 @@ def test_a_files_imports_and_importers_are_found(engine):
     assert "src/shop/__init__.py" in ids(importers)
 
 
+def test_an_import_path_above_the_root_links_nothing(engine, workspace):
+    """`../../util` from `web/app.js` leaves the workspace: it is not the root's `util.js`
+    (its dots once read as a Python relative import)."""
+    (workspace / "web").mkdir(exist_ok=True)
+    (workspace / "web" / "app.js").write_text("import { helper } from '../../util';\nimport { x } from './local';\n")
+    (workspace / "web" / "local.js").write_text("export const x = 1;\n")
+    (workspace / "util.js").write_text("export function helper() { return 1; }\n")
+    engine.reindex()
+    assert ids(engine.query_graph("web/app.js", relation="imports")) == {"web/app.js", "web/local.js"}
+
+
 def test_defines_lists_a_files_definitions(engine):
     r = engine.query_graph("src/shop/pricing.py", relation="defines")
     assert {"src/shop/pricing.py::apply_discount", "src/shop/pricing.py::with_tax"} <= ids(r)
