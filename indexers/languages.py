@@ -52,7 +52,7 @@ def is_test_chunk(path: str, symbol: str | None, language: str) -> bool:
 
 
 EXTENSIONS: dict[str, str] = {
-    ".py": "python", ".pyi": "python",
+    ".py": "python", ".pyi": "python", ".ipynb": "python",  # a notebook is read as its cells' script
     ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "tsx",
     ".go": "go",

@@ -21,6 +21,7 @@ from pathlib import Path
 import pathspec
 
 from mcp_retrieval.indexers.listing import git_listing
+from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -235,6 +236,9 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         return got
     if is_binary(got.data[:8192]):
         return "binary"
+    if is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
+        text = notebook_text(got.data)
+        return (text, file_sha256(got.data)) if text is not None else "unreadable_notebook"
     return got.data.decode("utf-8", errors="replace"), file_sha256(got.data)
 
 

@@ -28,7 +28,7 @@ _OTHER_FRAMES = (
     # Swift: `Shop/Cart.swift:12: Fatal error: ...`
     re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.swift):(?P<line>\d+)"),
 )
-_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
+_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
                    r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
 # `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.
