@@ -18,7 +18,8 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # Bump when an unchanged file would now chunk differently (boundaries, languages, symbols): the
 # next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
 # Scala and Kotlin parsed; other code extensions no longer plain text. 3: notebooks read as their
-# cells' script (`indexers/notebooks.py`), not as JSON.
+# cells' script (`indexers/notebooks.py`), not as JSON; generator stamps below a license header
+# (`languages.looks_generated`) mark a file generated.
 CHUNKER_VERSION = "3"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
