@@ -25,6 +25,13 @@ from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
 
 DEFAULT_MAX_FILE_BYTES = 1_000_000
+NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (figures as base64) are dropped: it may be this much larger
+
+
+def size_limit(rel: str, max_bytes: int) -> int:
+    """The largest file at `rel` that is read: `max_bytes`, or NOTEBOOK_SIZE_FACTOR times it for a
+    Jupyter notebook (only its cells' source is kept)."""
+    return max_bytes * NOTEBOOK_SIZE_FACTOR if is_notebook(rel) else max_bytes
 
 # Directories that are never source of truth: dependencies, build output, caches.
 PRUNED_DIRS = frozenset({
@@ -218,7 +225,7 @@ def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_by
     if not os.path.isfile(abs_path):
         stats.skipped["not_regular"] += 1
         return None
-    if st.st_size > max_bytes:
+    if st.st_size > size_limit(rel, max_bytes):
         stats.skipped["too_large"] += 1
         return None
     return FileEntry(rel, abs_path, st.st_size, st.st_mtime_ns)
@@ -231,7 +238,7 @@ def file_sha256(data: bytes) -> str:
 def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[str, str] | str:
     """(text, sha256 of the bytes) of a workspace file, or a skip reason (outside the root, not a
     regular file, too large, unreadable, binary). Invalid UTF-8 is replaced, never fatal."""
-    got = read_inside(root, rel, max_bytes)
+    got = read_inside(root, rel, size_limit(rel, max_bytes))
     if isinstance(got, str):
         return got
     if is_binary(got.data[:8192]):

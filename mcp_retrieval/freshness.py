@@ -17,7 +17,7 @@ from mcp_retrieval.indexers.languages import language_for
 from mcp_retrieval.indexers.safe_read import read_inside, stat_inside
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts
-from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source
+from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source, size_limit
 from mcp_retrieval.retrieve import Candidate
 
 
@@ -57,7 +57,7 @@ class FreshnessGate:
             return Fresh.CHANGED
         if (st.st_size, st.st_mtime_ns) == (record.size, record.mtime_ns):
             return Fresh.FRESH
-        got = read_inside(self.root, path, self.max_file_bytes)
+        got = read_inside(self.root, path, size_limit(path, self.max_file_bytes))
         if isinstance(got, str):
             return Fresh.DELETED
         return Fresh.FRESH if file_sha256(got.data) == record.sha256 else Fresh.CHANGED

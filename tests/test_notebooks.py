@@ -1,5 +1,6 @@
 """Jupyter notebooks are indexed as the script their cells make: code found by its names, outputs
-(tracebacks, base64 images) never in the index, a broken notebook skipped with its reason."""
+(tracebacks, base64 images) never in the index and not counted against the file size limit, a
+broken notebook skipped with its reason."""
 
 from __future__ import annotations
 
@@ -48,6 +49,11 @@ def notebook_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     (root / "notebooks").mkdir(parents=True)
     (root / "notebooks" / "churn.ipynb").write_text(json.dumps(NOTEBOOK, indent=1))
     (root / "notebooks" / "broken.ipynb").write_text('{"cells": [')
+    plotted = json.loads(json.dumps(NOTEBOOK))  # 1.5 MB of figures: over the file limit, under a notebook's
+    plotted["cells"][2]["source"] = ["def plot_retention(frame):\n", "    return frame.plot()\n"]
+    plotted["cells"][2]["outputs"][0]["data"]["image/png"] = "QUFB" * 375_000
+    (root / "notebooks" / "plots.ipynb").write_text(json.dumps(plotted))
+    (root / "huge.txt").write_text("retention " * 150_000)  # other files keep the 1 MB limit
     (root / "model.py").write_text("def train(frame):\n    return frame.fit()\n")
     monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
     config = Config.resolve(root, tmp_path / "index", persist_sessions=False)
@@ -60,7 +66,9 @@ def notebook_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_a_notebooks_code_is_found_by_name_and_its_outputs_are_not(notebook_engine):
     eng, result = notebook_engine
-    assert result.skipped.get("unreadable_notebook") == 1
+    assert result.skipped.get("unreadable_notebook") == 1 and result.skipped.get("too_large") == 1
+    assert "notebooks/plots.ipynb::plot_retention" in {
+        n.id for n in eng.query_graph("notebooks/plots.ipynb", relation="defines").nodes}
     r = eng.context("where are tenure_buckets computed for the churn model", budget_tokens=800)
     assert r.chunks and r.chunks[0].path == "notebooks/churn.ipynb", [c.path for c in r.chunks]
     assert "def tenure_buckets(frame):" in r.window and "QUFB" not in r.window
