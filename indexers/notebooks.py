@@ -22,8 +22,10 @@ def is_notebook(path: str) -> bool:
 
 
 def _lines(source) -> list[str]:
-    text = "".join(source) if isinstance(source, list) else source if isinstance(source, str) else ""
-    return text.splitlines()
+    """A cell's source lines (a string or a list of strings; anything else in it is no text)."""
+    if isinstance(source, list):
+        source = "".join(part for part in source if isinstance(part, str))
+    return source.splitlines() if isinstance(source, str) else []
 
 
 def notebook_text(data: bytes) -> str | None:
@@ -36,7 +38,8 @@ def notebook_text(data: bytes) -> str | None:
         return None
     cells = doc.get("cells")
     if cells is None and isinstance(doc.get("worksheets"), list):  # nbformat 3
-        cells = [c for ws in doc["worksheets"] if isinstance(ws, dict) for c in ws.get("cells") or []]
+        cells = [c for ws in doc["worksheets"] if isinstance(ws, dict) and isinstance(ws.get("cells"), list)
+                 for c in ws["cells"]]
     if not isinstance(cells, list):
         return None
     out: list[str] = []

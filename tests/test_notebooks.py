@@ -39,6 +39,9 @@ def test_cells_become_a_percent_script_without_outputs():
     assert "# %matplotlib inline" in text  # magics commented out: the cell still parses as Python
     assert "QUFB" not in text and "zebra_stripes" not in text
     assert notebook_text(b"{not json") is None and notebook_text(b"[1, 2]") is None
+    odd = {"cells": [{"cell_type": "code", "source": ["x = 1\n", 7, None]}, None, {"cell_type": ["code"]},
+                     {"cell_type": "code", "source": None}]}
+    assert notebook_text(json.dumps(odd).encode()).splitlines() == ["# %% [1]", "x = 1", "", "# %% [4]"]
     v3 = {"nbformat": 3, "worksheets": [{"cells": [{"cell_type": "code", "input": ["x = 1\n"]}]}]}
     assert notebook_text(json.dumps(v3).encode()).splitlines()[:2] == ["# %% [1]", "x = 1"]
 
