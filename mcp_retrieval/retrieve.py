@@ -30,6 +30,10 @@ NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat
 # Outside Python a lone word before a dot (`gin.Default`, `router.get`, `ctx.Header`) is a package,
 # namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
 ONE_WORD_MODULES_ONLY_PYTHON = True
+# A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
+# `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
+STRICT_PATH_MATCH = True
+_GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -82,9 +86,12 @@ class PathResolver:
             return []
         for variant in _js_variants(parts):
             candidates = self._by_name.get(variant[-1], [])
+            generic = variant[-1].rsplit(".", 1)[0] in _GENERIC_FILE_STEMS
             for size in range(len(variant), 0, -1):
                 suffix = "/".join(variant[-size:])
                 hits = [c for c in candidates if c == suffix or c.endswith("/" + suffix)]
+                if STRICT_PATH_MATCH and (len(hits) > 3 or (size == 1 and generic)):
+                    break  # shorter suffixes only match more files
                 if hits and (size > 1 or len(hits) <= 3):
                     return hits[:3]
         return []

@@ -176,3 +176,19 @@ def test_a_lone_word_before_a_dot_names_a_python_module_only():
     assert resolver.resolve_module("logging.getLogger") == ["src/app/logging.py"]
     assert resolver.resolve_module("utils.helper") == ["src/pkg/utils.py"]
     assert resolver.resolve_module("shop.cart.Total") == ["lib/shop/cart.go"]
+
+
+def test_a_written_path_names_at_most_three_files_and_never_by_a_generic_name_alone():
+    """`globset-0.4.8/src/lib.rs` from a distribution's registry is none of a workspace's crates;
+    a bare `index.js` or `main.rs` is any folder's. A distinctive name alone still resolves."""
+    from mcp_retrieval.retrieve import PathResolver
+
+    resolver = PathResolver(["crates/cli/src/lib.rs", "crates/globset/src/lib.rs", "crates/grep/src/lib.rs",
+                             "crates/core/src/lib.rs", "demo/people/index.tsx", "examples/a/main.rs",
+                             "src/JsonTreeReader.java", "src/plugin/utc/index.js"])
+    assert resolver.resolve_path("/usr/share/cargo/registry/globset-0.4.8/src/lib.rs") == []
+    assert resolver.resolve_path("index.js") == [] and resolver.resolve_path("src/main.rs") == []
+    assert resolver.resolve_path("esm/2.0/es2022/react.mjs") == []
+    assert resolver.resolve_path("JsonTreeReader.java") == ["src/JsonTreeReader.java"]
+    assert resolver.resolve_path("crates/globset/src/lib.rs") == ["crates/globset/src/lib.rs"]
+    assert resolver.resolve_path("node_modules/dayjs/plugin/utc.js") == ["src/plugin/utc/index.js"]
