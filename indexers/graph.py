@@ -17,7 +17,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.store import Store
-from mcp_retrieval.indexers.symbols import module_name, module_suffixes
+from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suffixes
 from mcp_retrieval.indexers.import_links import module_paths
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS
 
@@ -25,7 +25,6 @@ MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
-_SCOPE_SEPARATOR = re.compile(r"::|#|->")
 _JS_EXTS = (*JS_SOURCE_EXTENSIONS, ".d.ts")
 RELATIONS = {
     "defines": (("contains",), "out"),
@@ -135,7 +134,7 @@ class CodeGraph:
         if ref.startswith("./"):
             ref = ref[2:]
         if "/" not in ref:  # `Type::method` (Rust, C++, PHP), `Class#method` (Ruby), `obj->f`: as qualified
-            ref = _SCOPE_SEPARATOR.sub(".", ref)
+            ref = dotted_name(ref)
         hits = self.by_qual.get(ref) or self.by_name.get(ref)
         if not hits and "." in ref:  # `Cart.total` for `Shop.Cart.total` (a Ruby module, a C++ namespace)
             hits = [i for qual, ids in self.by_qual.items() if qual.endswith("." + ref) for i in ids]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import PurePosixPath
@@ -34,6 +35,15 @@ def module_name(path: str) -> str:
     p = PurePosixPath(path)
     parts = list(p.parent.parts) + ([] if p.stem in ("__init__", "index", "mod") else [p.stem])
     return ".".join(parts) or p.stem
+
+
+_SCOPE_SEPARATOR = re.compile(r"::|#|->")
+
+
+def dotted_name(written: str) -> str:
+    """A scoped name as the symbol table qualifies it: `Type::method` (Rust, C++, PHP),
+    `Class#method` (Ruby) and `obj->f` read as `Type.method`, `Class.method`, `obj.f`."""
+    return _SCOPE_SEPARATOR.sub(".", written)
 
 
 def module_suffixes(path: str) -> list[str]:

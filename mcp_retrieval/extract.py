@@ -8,6 +8,8 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mcp_retrieval.indexers.symbols import dotted_name
+
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
 # Stack frames of other runtimes, as (function, path, line):
 # Java/Kotlin `at com.x.Y.method(Y.java:12)`, JS/TS `at fn (/abs/path/x.js:1:194)` or `at /path/x.js:3:9`,
@@ -122,10 +124,9 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
-    scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [f"{m.group(1)}.{m.group(2)}"
-                                                               for m in _RUBY_METHOD.finditer(query)]
+    scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [m.group(0) for m in _RUBY_METHOD.finditer(query)]
     for written in scoped:  # `Type::method` and `Type#method` read like `Type.method` to the symbol index
-        dotted = re.sub(r"::|->", ".", written)
+        dotted = dotted_name(written)
         if dotted not in anchors.dotted:
             anchors.dotted.append(dotted)
     for dotted in anchors.dotted:
