@@ -268,9 +268,8 @@ class _Resolver:
     def _import(self, path: str, target: str) -> list[int]:
         spec, _, alias = target.partition("=")
         if _PATH_SHAPED.search(spec):  # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`
+            # module_paths never climbs above the root, whose `..` would read as a Python relative import
             for module_path in module_paths(spec, path):
-                if module_path == ".." or module_path.startswith("../"):  # above the root: nothing indexed
-                    continue  # (and its dots must not read as a Python relative import)
                 if files := self._module(path, module_path.replace("/", ".")):
                     return files[:1]
             return []

@@ -35,7 +35,13 @@ def _strip_extension(path: str) -> str:
 
 def module_paths(spec: str, importer: str) -> list[str]:
     """The repository-relative module paths (no extension) an import spec can name; a path is
-    matched as a suffix, so a package-qualified one need not start at the repository's top."""
+    matched as a suffix, so a package-qualified one need not start at the repository's top. A
+    relative path that climbs above the repository (`../../util` from `web/app.js`) names nothing
+    indexed and is left out."""
+    return [p for p in _spec_paths(spec, importer) if p != ".." and not p.startswith("../")]
+
+
+def _spec_paths(spec: str, importer: str) -> list[str]:
     spec = spec.partition("=")[0].strip()
     folder = posixpath.dirname(importer)
     if not spec:
