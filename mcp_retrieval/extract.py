@@ -18,6 +18,9 @@ _OTHER_FRAMES = (
     re.compile(r"\bat (?:[\w$]+\.)*[\w$]+\.(?P<func>[\w$<>]+)\((?P<path>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)"),
     re.compile(r"\bat (?:(?:new )?(?P<func>[\w$.<>\[\] ]+?) \()?(?P<path>(?:[A-Za-z]:)?[^\s()'\"]+\."
                r"(?:js|mjs|cjs|jsx|ts|tsx|mts|cts|vue)):(?P<line>\d+):\d+\)?"),
+    # Go prints each frame's function on the line above its file: `pkg/path.(*node).getValue(0x1, ...)`
+    re.compile(r"(?m)^(?P<func>(?:[\w./\-@]+\.)?(?:\(\*?\w+\)\.)?\w+)\([^\n]*\)\n\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)"
+               r"(?: \+0x[0-9a-f]+)?$"),
     re.compile(r"(?m)^\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$"),
     re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rs):(?P<line>\d+):\d+"),
     # Ruby: `app/models/cart.rb:12:in 'Cart#total'` (3.4) or "in `total'"
@@ -66,7 +69,7 @@ _FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml
 @dataclass
 class Anchors:
     paths: list[str] = field(default_factory=list)  # file paths as written (may be absolute or partial)
-    frames: list[tuple[str, int, str | None]] = field(default_factory=list)  # (path, line, function)
+    frames: list[tuple[str, int, str | None]] = field(default_factory=list)  # (path, line, function), deepest first
     dotted: list[str] = field(default_factory=list)  # a.b.C, module paths and attribute chains
     identifiers: Counter[str] = field(default_factory=Counter)  # code-like names, with mention counts
     quoted: list[str] = field(default_factory=list)
@@ -89,14 +92,19 @@ def _code_like(name: str) -> bool:
 
 
 def extract(query: str, active_files: list[str] | None = None) -> Anchors:
+    # A report pasted from GitHub has CRLF line ends, and `$` does not match before a `\r`.
+    query = query.replace("\r\n", "\n").replace("\r", "\n")
     anchors = Anchors(active_files=list(active_files or []))
-    for m in _FRAME.finditer(query):
+    # Frames are kept deepest first: Python prints the most recent call last, the other runtimes first.
+    for m in reversed(list(_FRAME.finditer(query))):
         anchors.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+    located = {(f[0], f[1]) for f in anchors.frames}
     for pattern in _OTHER_FRAMES:
         for m in pattern.finditer(query):
             func = (m.groupdict().get("func") or "").strip().rsplit(".", 1)[-1] or None
             frame = (m.group("path"), int(m.group("line")), func if func and func.isidentifier() else None)
-            if frame not in anchors.frames:
+            if frame[:2] not in located:  # one frame per place (Go's is read with and without its function)
+                located.add(frame[:2])
                 anchors.frames.append(frame)
     frame_paths = {f[0] for f in anchors.frames}
     seen_paths: set[str] = set()

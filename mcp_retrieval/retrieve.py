@@ -147,7 +147,7 @@ class Retriever:
         (`named`: the symbol tier's chunk scores), then the file's best lexical matches."""
         resolver = self.resolver()
         files: list[str] = []
-        for written, _, _ in reversed(anchors.frames):
+        for written, _, _ in anchors.frames:
             files.extend(resolver.resolve_path(written))
         for written in [*anchors.active_files, *anchors.paths]:
             files.extend(resolver.resolve_path(written))

@@ -139,6 +139,24 @@ def test_stack_frames_of_other_runtimes_become_path_anchors_with_their_functions
     assert resolved["Gson.java"] == ["gson/src/main/java/com/google/gson/Gson.java"]
 
 
+def test_a_go_panic_pasted_with_crlf_line_ends_gives_its_frames_deepest_first_with_functions():
+    # GitHub issue bodies arrive with CRLF: `$` did not match before the `\r`, and the frames were lost
+    q = ("panic: runtime error: slice bounds out of range [:1] with capacity 0\r\n\r\n"
+         "goroutine 1 [running]:\r\n"
+         "github.com/gin-gonic/gin.(*node).getValue(0xc000327a40, 0x9, ...)\r\n"
+         "      /go/pkg/mod/github.com/gin-gonic/gin@v1.7.1/tree.go:446 +0x1105\r\n"
+         "github.com/gin-gonic/gin.(*Engine).handleHTTPRequest(0xc00037e4e0)\r\n"
+         "       /go/pkg/mod/github.com/gin-gonic/gin@v1.7.1/gin.go:482 +0x2f9\r\n"
+         "main.main()\r\n       cmd/scratch/main.go:22 +0x27d\r\n")
+    frames = extract(q).frames
+    assert [(f[0].rsplit("/", 1)[-1], f[2]) for f in frames] == [
+        ("tree.go", "getValue"), ("gin.go", "handleHTTPRequest"), ("main.go", "main")]
+    # Python prints the most recent call last: its frames are turned round to the same order
+    py = 'Traceback (most recent call last):\r\n  File "app.py", line 3, in main\r\n  File "lib/core.py", line 9, in run\r\n'
+    assert [f[0] for f in extract(py).frames] == ["lib/core.py", "app.py"]
+    assert "slice bounds out of range" in extract(q).messages
+
+
 def test_deprecated_code_ranks_below_its_replacement_unless_asked_about_deprecation():
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
