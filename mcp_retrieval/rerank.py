@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|release notes?|install(ation)?)\b",
                          re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
+# A pasted report that says "the tests pass" or "a test case" is still about the code under test;
+# it is about tests when it names a test file of the workspace (a reproduction's own `test_boo`
+# is not one; BENCHMARKS 15b).
+REPORTS_ABOUT_TESTS_BY_NAME = True
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
@@ -68,8 +72,16 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
                          bug_report=bug_report, exact_lookup=query_class == "identifier",
-                         about_tests=bool(_TEST_QUERY.search(query)),
+                         about_tests=_about_tests(query, anchored_files, bug_report),
                          about_deprecation=bool(_DEPRECATION_QUERY.search(query)))
+
+
+def _about_tests(query: str, anchored_files: Sequence[str], bug_report: bool) -> bool:
+    if not _TEST_QUERY.search(query):
+        return False
+    if not (bug_report and REPORTS_ABOUT_TESTS_BY_NAME):
+        return True
+    return any(is_test_path(p) for p in anchored_files)
 
 
 @dataclass

@@ -210,3 +210,20 @@ def test_a_written_path_names_at_most_three_files_and_never_by_a_generic_name_al
     assert resolver.resolve_path("JsonTreeReader.java") == ["src/JsonTreeReader.java"]
     assert resolver.resolve_path("crates/globset/src/lib.rs") == ["crates/globset/src/lib.rs"]
     assert resolver.resolve_path("node_modules/dayjs/plugin/utc.js") == ["src/plugin/utc/index.js"]
+
+
+def test_a_pasted_report_that_mentions_tests_still_ranks_test_code_after_code():
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    test = candidate("test/src/unit-udt.cpp", 1.0, "TEST_CASE(\"pair\") { auto p = j.get<std::pair<int, int>>(); }\n")
+    code = candidate("src/json.hpp", 1.0, "void from_json(const BasicJsonType& j, std::pair<Args...>& p)\n")
+    w = RerankWeights()
+    report = "broken from_json for pair and tuple. The tests pass because I forgot to add a test. " * 6
+    assert len(report) >= 400
+    assert structural_factor(test, signals_for(report, [], "default"), w)[0] < \
+        structural_factor(code, signals_for(report, [], "default"), w)[0]
+    # naming a test file of the workspace makes the report about tests; so does a short question
+    named = signals_for(report, ["test/src/unit-udt.cpp"], "default")
+    assert "test code, ranked after code" not in structural_factor(test, named, w)[1]
+    short = signals_for("which unit tests cover from_json for pairs?", [], "default")
+    assert structural_factor(test, short, w)[0] == structural_factor(code, short, w)[0]
