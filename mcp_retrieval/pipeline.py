@@ -19,6 +19,9 @@ from mcp_retrieval.stages import StageLog
 from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.understand import Understanding, deterministic, with_host
 
+# A pasted issue's title names its subject in a few words that the body's many words outvote in
+# BM25: searched alone as its own tier (weight `title` in the tier weights; BENCHMARKS 15d).
+TITLE_TIER = True
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -57,6 +60,10 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
         st["detail"] = f"{len(ranked['lexical'])} hits"
+        title = question_title(query) if TITLE_TIER and config.tier_weights.get("title") else None
+        if title:
+            ranked["title"] = retriever.lexical_hits(title, pool)
+            st["detail"] += f", {len(ranked['title'])} for the title"
     has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
     if has_vectors:
         with stages.run("dense") as st:
@@ -135,6 +142,14 @@ def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutc
     understanding.sampling = {"status": host.status, "reason": host.reason}
     stages.record("understand", host.status, host.ms, host.reason)
     return understanding
+
+
+def question_title(query: str) -> str | None:
+    """A pasted issue's first line, its title: the subject in a few words. None for a one-line question."""
+    lines = [ln.strip() for ln in query.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2:
+        return None
+    return lines[0]
 
 
 def _merge_best(lists) -> list[tuple[str, float]]:

@@ -121,3 +121,30 @@ def test_a_definition_the_question_names_leads_its_named_files_path_hits(engine)
     assert "close_books" not in symbols({})  # none of the question's words
     assert symbols({chunks["close_books"]: retrieve.NAMED_MIN})[0] == "close_books"
     assert "close_books" not in symbols({chunks["close_books"]: retrieve.NAMED_MIN / 2})  # a weak name: no seat
+
+
+def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
+    from mcp_retrieval.pipeline import question_title
+
+    root = engine.config.root
+    (root / "src" / "shop" / "refund.py").write_text(
+        "def refund_amount(order, fraction):\n    \"\"\"The refund for a returned part of an order, rounded.\"\"\"\n"
+        "    return round(order.total * fraction, 2)\n")
+    (root / "src" / "shop" / "report.py").write_text(
+        "def monthly_report(orders):\n    \"\"\"Monthly report: totals per customer, printed as a table.\"\"\"\n"
+        "    rows = [(o.customer, o.total) for o in orders]\n    print_table(rows, 'customer', 'total')\n"
+        "    return rows\n")
+    engine.reindex()
+    body = ("I print the monthly report of my orders as a table, customer by customer, with the total of each "
+            "customer. The report table shows a total per customer that I compare with the printed totals.")
+    question = f"Refund for a returned part is wrong\n\n{body}"
+    assert question_title(question) == "Refund for a returned part is wrong" and question_title(body) is None
+
+    def first_file(weight):
+        engine.config.tier_weights["title"] = weight
+        items = engine.packet(question, debug=True).items
+        return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
+
+    assert first_file(0.0)[0] != "src/shop/refund.py"  # the body's many words outvote the subject
+    path, tiers = first_file(0.6)
+    assert path == "src/shop/refund.py" and "title" in tiers
