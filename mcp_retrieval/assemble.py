@@ -53,19 +53,22 @@ class Layout:
     `seat_floor`: while fewer files than this are in the window, a chunk may use only what leaves
     SEAT_TOKENS for each further file (bigger ones come as excerpts), so a tight budget shows
     several files instead of one long function. `max_share`: no chunk takes more than this share of
-    the budget in full. `excerpt_share`: no excerpt takes more than this share of the budget — an
+    the budget in full, or `whole_floor` tokens if that is more (frontier: 0.6 and 1,000 — one
+    1,900-token docstring chunk filled a 2k window and left out the answer a 1k window held, while
+    at 1k a whole 700-token function beats its excerpt; docs/BENCHMARKS.md 15e). `excerpt_share`: no excerpt takes more than this share of the budget — an
     excerpt stands in for a chunk that did not fit, and a long one (the matching lines of a
     2,000-token function) would leave a tight budget no room for the next candidate, often the
     answer whole (docs/BENCHMARKS.md 11a). `compact`: headers carry path and lines only (no symbol,
     a short excerpt note) — for small local models that pay for every token of markup."""
     seat_floor: int = 0
     max_share: float = 1.0
+    whole_floor: int = 0
     excerpt_share: float = 0.5
     compact: bool = False
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
-FRONTIER = Layout()
+FRONTIER = Layout(max_share=0.6, whole_floor=1000)
 COMPACT = Layout(max_share=0.5, compact=True)
 COMPACT_MAX_CHUNKS = 8
 RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
@@ -255,7 +258,7 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     chosen: list[Placed] = []
     if candidates and remaining > 0:
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
-                         max_piece=int(layout.max_share * budget), max_excerpt=int(layout.excerpt_share * budget),
+                         max_piece=max(int(layout.max_share * budget), layout.whole_floor), max_excerpt=int(layout.excerpt_share * budget),
                          earlier=earlier or {})
     return _fit(order_for_reading(chosen), budget, head, layout)
 

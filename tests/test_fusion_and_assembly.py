@@ -131,3 +131,26 @@ def test_compact_headers_carry_path_and_lines_only():
     window = assemble([make_candidate(1, budget_counts([text])[0], 1.0, text)], budget=2000, max_chunks=4,
                       head="know", layout=COMPACT)
     assert '<mcp-retrieval:chunk path="pkg/mod1.py" lines="11-15"/>' in window.text
+
+
+def test_one_long_chunk_does_not_fill_a_window_a_smaller_budget_shared():
+    # A 1,800+-token top chunk fits a 2k window whole and, uncapped, left no room for the answer
+    # that the 1k window (where the long one comes as an excerpt) showed.
+    lines = 100
+    while budget_counts([make_text(1, lines, "discount")])[0] < 1800:
+        lines += 10
+    long = make_text(1, lines, "discount")
+    answer = make_text(2, 20, "x")
+    pool = [make_candidate(1, budget_counts([long])[0], 1.0, long),
+            make_candidate(2, budget_counts([answer])[0], 0.9, answer)]
+    assert pool[0].chunk.tokens < 1950
+
+    def shown(budget, **layout):
+        kwargs = {"layout": Layout(**layout)} if layout else {}
+        w = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"discount"}), **kwargs)
+        return {p.candidate.chunk.id: p.excerpt for p in w.placed}
+
+    assert shown(1000) == {"id0001": True, "id0002": False}
+    assert shown(2000) == {"id0001": True, "id0002": False}  # the frontier layout: at most 60% whole
+    assert shown(2000, max_share=1.0) == {"id0001": False}  # uncapped: the long chunk alone
+    assert shown(4000) == {"id0001": False, "id0002": False}
