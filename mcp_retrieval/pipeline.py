@@ -144,10 +144,15 @@ def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutc
     return understanding
 
 
+# First lines that are no title: a template's heading, a code fence, a prompt, a traceback, a comment.
+_NOT_A_TITLE = re.compile(r"^(#|\*\*|```|>>>|\$ |Traceback \(|<!--)")
+
+
 def question_title(query: str) -> str | None:
-    """A pasted issue's first line, its title: the subject in a few words. None for a one-line question."""
+    """A pasted issue's first line, its title: the subject in a few words. None for a one-line
+    question, or when the first line is a template heading, code, a prompt or a traceback."""
     lines = [ln.strip() for ln in query.strip().splitlines() if ln.strip()]
-    if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2:
+    if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2 or _NOT_A_TITLE.match(lines[0]):
         return None
     return lines[0]
 

@@ -139,6 +139,8 @@ def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
             "customer. The report table shows a total per customer that I compare with the printed totals.")
     question = f"Refund for a returned part is wrong\n\n{body}"
     assert question_title(question) == "Refund for a returned part is wrong" and question_title(body) is None
+    assert question_title("Traceback (most recent call last):\n  File \"x.py\", line 1") is None
+    assert question_title("### Describe the bug\nRefunds are wrong") is None
 
     def first_file(weight):
         engine.config.tier_weights["title"] = weight
