@@ -41,15 +41,14 @@ ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full"
 # title / title_turns: full asked only the issue's first line, without / with the rest as `recent_turns`;
 # coactive: full with co-activation learned from the `context` windows of the repository's earlier instances
 EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
-TIERS = ("lexical", "dense", "path", "symbol", "message", "history", "graph")
-
-
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
-    """(tier weights, graph on, z-score rerank on) for an ablation mode; every tier not named is off."""
+    """(tier weights, graph on, z-score rerank on) for an ablation mode, from the served weights
+    `base` (every tier the server has, so a new tier is never left out of `full`); in the
+    single-source modes every tier not named is off."""
     only = {"lexical": ("lexical",), "dense": ("dense",), "rrf": ("lexical", "dense")}.get(mode)
     if only is not None:
-        return {t: (base.get(t, 1.0) if t in only else 0.0) for t in TIERS}, False, False
-    weights = {t: base.get(t, 1.0) for t in TIERS}
+        return {t: (w if t in only else 0.0) for t, w in base.items()}, False, False
+    weights = dict(base)
     if mode == "anchors":
         return {**weights, "history": 0.0}, False, False
     if mode in ("rerank", "nodecomp"):
