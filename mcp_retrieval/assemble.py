@@ -55,7 +55,8 @@ class Layout:
     several files instead of one long function. `max_share`: no chunk takes more than this share of
     the budget in full, or `whole_floor` tokens if that is more (frontier: 0.6 and 1,000 — one
     1,900-token docstring chunk filled a 2k window and left out the answer a 1k window held, while
-    at 1k a whole 700-token function beats its excerpt; docs/BENCHMARKS.md 15e). `excerpt_share`: no excerpt takes more than this share of the budget — an
+    at 1k a whole 700-token function beats its excerpt; docs/BENCHMARKS.md 15e). `excerpt_share`:
+    no excerpt takes more than this share of the budget — an
     excerpt stands in for a chunk that did not fit, and a long one (the matching lines of a
     2,000-token function) would leave a tight budget no room for the next candidate, often the
     answer whole (docs/BENCHMARKS.md 11a). `compact`: headers carry path and lines only (no symbol,
@@ -257,9 +258,9 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
         remaining -= budget_tokens(STUB_NOTE) + 1
     chosen: list[Placed] = []
     if candidates and remaining > 0:
+        max_piece = max(int(layout.max_share * budget), layout.whole_floor)
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
-                         max_piece=max(int(layout.max_share * budget), layout.whole_floor), max_excerpt=int(layout.excerpt_share * budget),
-                         earlier=earlier or {})
+                         max_piece=max_piece, max_excerpt=int(layout.excerpt_share * budget), earlier=earlier or {})
     return _fit(order_for_reading(chosen), budget, head, layout)
 
 

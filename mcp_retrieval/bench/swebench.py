@@ -41,6 +41,8 @@ ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full"
 # title / title_turns: full asked only the issue's first line, without / with the rest as `recent_turns`;
 # coactive: full with co-activation learned from the `context` windows of the repository's earlier instances
 EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
+
+
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
     """(tier weights, graph on, z-score rerank on) for an ablation mode, from the served weights
     `base` (every tier the server has, so a new tier is never left out of `full`); in the
