@@ -19,9 +19,6 @@ from mcp_retrieval.stages import StageLog
 from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.understand import Understanding, deterministic, with_host
 
-# A pasted issue's title names its subject in a few words that the body's many words outvote in
-# BM25: searched alone as its own tier (weight `title` in the tier weights; BENCHMARKS 15d).
-TITLE_TIER = True
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -60,7 +57,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
         st["detail"] = f"{len(ranked['lexical'])} hits"
-        title = question_title(query) if TITLE_TIER and config.tier_weights.get("title") else None
+        # a pasted issue's title names its subject in a few words that the body's many words
+        # outvote in BM25: searched alone as its own tier, off at weight 0 (BENCHMARKS 15d)
+        title = question_title(query) if config.tier_weights.get("title") else None
         if title:
             ranked["title"] = retriever.lexical_hits(title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
