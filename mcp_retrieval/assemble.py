@@ -3,8 +3,9 @@
 Greedy MMR (relevance vs. redundancy, λ≈0.7) over token-shingle Jaccard — no embeddings, so it
 reproduces byte for byte; near-duplicates (Jaccard ≥ 0.9 to a chosen chunk) are dropped; chunks
 already delivered in the session become one-line pointer stubs; a chunk too big for what is left
-of the budget is delivered as an excerpt (its signature plus the lines around what matched, the
-rest marked elided) rather than skipped.
+of the budget is delivered as an excerpt rather than skipped: its code without its comments and
+docstrings when that fits, else its signature plus the lines around what matched (the rest marked
+elided).
 
 Every piece is costed from the string the renderer writes (`indexers.tokens.budget_counts`, the
 same count budgets are in), and the finished window — head line, headers, stubs, bodies,
@@ -21,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mcp_retrieval.doc_lines import elidable_runs
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
@@ -34,6 +36,8 @@ MIN_PIECE_TOKENS = 12  # below this not even a stub's header fits: stop looking
 DIFF_SHARE = 0.6  # a changed definition comes as a diff only when that costs at most this share of it whole
 SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a header and an excerpt)
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old start, count; new start, count
+CODE_ONLY_NOTE = "code only; comments and docstrings elided"
+MATCHING_NOTE = "signature and matching lines; the rest is elided"
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -42,7 +46,8 @@ class Placed:
     candidate: Candidate
     stub: bool  # True: delivered earlier in this session, sent as a pointer
     text: str | None = None  # what the window shows of the chunk (neutralised); None for a stub
-    excerpt: bool = False  # True: signature + matching lines only, the rest elided
+    excerpt: bool = False  # True: part of the chunk only, the rest elided
+    code_only: bool = False  # the excerpt is the chunk's code without its comments and docstrings
     diff: bool = False  # True: a unified diff against the text this session was shown before
 
 
@@ -118,7 +123,7 @@ def header_line(p: Placed, same_file: bool = False, layout: Layout = FRONTIER) -
     if c.symbol and not layout.compact:
         attrs["symbol"] = c.symbol
     if p.excerpt:
-        attrs["excerpt"] = "elided" if layout.compact else "signature and matching lines; the rest is elided"
+        attrs["excerpt"] = "elided" if layout.compact else CODE_ONLY_NOTE if p.code_only else MATCHING_NOTE
     if p.diff:
         attrs["diff"] = "changed" if layout.compact else "changed since this session saw it; a diff against that text"
     tag = "stub" if p.stub else "chunk"
@@ -223,6 +228,14 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
         cost += extra - mark_cost  # one new run can add at most one new elision mark net
         added = True
     return _render_excerpt(lines, keep, first_line) if added else None
+
+
+def code_only(text: str, language: str, first_line: int) -> str | None:
+    """The chunk without its runs of comments and docstrings (each marked elided); None when it
+    has none to leave out."""
+    lines = text.split("\n")
+    drop = elidable_runs(lines, language)
+    return _render_excerpt(lines, set(range(len(lines))) - drop, first_line) if drop else None
 
 
 def _elision(first: int, last: int) -> str:
@@ -332,7 +345,15 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
     if max_excerpt is not None:
         remaining = min(remaining, max_excerpt)
     room = remaining - budget_tokens(header_line(p, False, layout) + "\n") - 1
-    if room < MIN_EXCERPT_TOKENS or not query_terms:
+    if room < MIN_EXCERPT_TOKENS:
+        return None, 0
+    code = code_only(p.text, c.chunk.language, c.chunk.start_line)
+    if code is not None:  # its code whole, when that fits, before a cut by matching lines
+        q = Placed(c, stub=False, text=code, excerpt=True, code_only=True)
+        cost = budget_tokens(_piece(q, False, layout)) + 1
+        if cost <= remaining:
+            return q, cost
+    if not query_terms:
         return None, 0
     text = excerpt(p.text, query_terms, room, c.chunk.start_line)
     if text is None:

@@ -112,7 +112,9 @@ class ChunkOut(Compact):
     tiers: list[Tier] | None = Field(None, description="retrieval tiers that found it; with debug")
     content_sha256: str | None = Field(None, description="SHA-256 of the chunk's text in the index; with debug")
     delivered: bool = Field(False, description="true: a stub (delivered earlier in this session); absent when false")
-    excerpt: bool = Field(False, description="true: the signature and the lines around what matched; absent when false")
+    excerpt: bool = Field(False, description="true: part of the chunk, the rest marked elided (its code without "
+                                             "comments and docstrings, or its signature and the lines around what "
+                                             "matched); absent when false")
     diff: bool = Field(False, description="true: a unified diff against the text this session saw; absent when false")
 
     _FLAGS: ClassVar[tuple[str, ...]] = ("delivered", "excerpt", "diff")  # sent only when true

@@ -154,3 +154,27 @@ def test_one_long_chunk_does_not_fill_a_window_a_smaller_budget_shared():
     assert shown(2000) == {"id0001": True, "id0002": False}  # the frontier layout: at most 60% whole
     assert shown(2000, max_share=1.0) == {"id0001": False}  # uncapped: the long chunk alone
     assert shown(4000) == {"id0001": False, "id0002": False}
+
+
+def test_a_chunk_that_fits_only_without_its_docstring_comes_as_its_whole_code():
+    doc = "\n".join(f"    Explains discount rule number {n} at length, with an example." for n in range(80))
+    code = "\n".join(f"    total_{n} = apply_discount(order, {n})" for n in range(12))
+    text = f'def price(order):\n    """Price an order.\n\n{doc}\n    """\n    # the rule\n{code}\n    return total_0\n'
+    c = make_candidate(1, budget_counts([text])[0], 1.0, text)
+    assert c.chunk.tokens > 600
+    window = assemble([c], budget=600, max_chunks=4, head="know", query_terms=frozenset({"discount"}))
+    (placed,) = window.placed
+    assert placed.excerpt and placed.code_only and 'excerpt="code only; comments and docstrings elided"' in window.text
+    assert all(line in placed.text for line in code.split("\n")) and "Explains" not in placed.text
+    assert placed.text.startswith("def price(order):\n⋯ lines 12-") and window.tokens <= 600
+
+
+def test_documentation_lines_per_language():
+    from mcp_retrieval.doc_lines import documentation_lines, elidable_runs
+
+    py = ['x = """not a docstring', '"""', "def f():", "    '''doc", "    more'''", "    return 1  # trailing"]
+    assert documentation_lines(py, "python") == {3, 4}
+    c = ["#include <a.h>", "/* one", " * two", " */", "int *p;", "*p = 1;", "// a", "// b"]
+    assert documentation_lines(c, "c") == {1, 2, 3, 6, 7}  # a preprocessor line and a dereference are code
+    assert elidable_runs(c, "c") == {1, 2, 3}  # two comment lines cost less than their elision mark
+    assert documentation_lines(["# heading", "text"], "markdown") == set()
