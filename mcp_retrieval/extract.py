@@ -11,6 +11,10 @@ from dataclasses import dataclass, field
 from mcp_retrieval.indexers.symbols import dotted_name
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
+# IPython and Jupyter print a frame as `<path> in <function>(<args>)` (the path sometimes a markdown
+# link) and mark its line below with an arrow, `--> 1490`.
+_IPYTHON_FRAME = re.compile(r"(?m)^\[?(?P<path>[^\s\[\]()]+\.py)\]?(?:\([^)\s]*\))? in (?P<func>[\w<>]+)\(")
+_IPYTHON_ARROW = re.compile(r"(?m)^\s*-+>\s*(\d+)")
 # Stack frames of other runtimes, as (function, path, line):
 # Java/Kotlin `at com.x.Y.method(Y.java:12)`, JS/TS `at fn (/abs/path/x.js:1:194)` or `at /path/x.js:3:9`,
 # Go `\t/home/u/pkg/x.go:42 +0x1d`, Rust `at src/main.rs:10:5` / `panicked at src/x.rs:10:5`.
@@ -33,6 +37,10 @@ _OTHER_FRAMES = (
     # Swift: `Shop/Cart.swift:12: Fatal error: ...`
     re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.swift):(?P<line>\d+)"),
 )
+# A link to lines of a file in a repository host's web view: GitHub `/blob/<ref>/<path>#L12-L40`,
+# GitLab `/-/blob/<ref>/<path>#L12-40`, Bitbucket `/src/<ref>/<path>#lines-12`.
+_PERMALINK = re.compile(r"/(?:-/)?(?:blob|src)/[^/\s]+/(?P<path>[^\s#?)\]>\"']+)(?:\?[^\s#)]*)?"
+                        r"#L?(?:ines-)?(?P<first>\d+)(?:[-:]L?(?P<last>\d+))?")
 _PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
                    r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
@@ -57,6 +65,7 @@ _EXCEPTION_MESSAGE = re.compile(r"^\s*(?:\w+\.)*(?:\w+(?:Error|Exception|Warning
 # What a program fills into a message: quoted and bracketed values, numbers, paths, file names.
 _FILLED_VALUE = re.compile(r"""'[^']*'|"[^"]*"|`[^`]*`|<[^>]*>|\[[^\]]*\]|\([^)]*\)|\{[^}]*\}|\b0x[0-9a-fA-F]+\b"""
                            r"""|-?\b\d[\d.,eE+-]*\b|(?:/[\w.\-]+)+|\b[\w\-]+\.[a-z]{1,4}\b""")
+MAX_SPAN_LINES = 200  # a link to more lines than this points at a file, not at code in it
 MESSAGE_FRAGMENT_CHARS = 12  # a shorter literal part ("not found") is in too many messages to point anywhere
 _COMMON_WORDS = frozenset("""a an and are as at be but by can do does for from has have how i if in into is it its
 not of on or should that the their then there these this to was we what when where which while who why will with
@@ -70,6 +79,8 @@ _FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml
 class Anchors:
     paths: list[str] = field(default_factory=list)  # file paths as written (may be absolute or partial)
     frames: list[tuple[str, int, str | None]] = field(default_factory=list)  # (path, line, function), deepest first
+    # links to lines of a file (a host's web view, `/blob/<ref>/<path>#L12-L40`), as the repository names it
+    links: list[tuple[str, int, int]] = field(default_factory=list)  # (path, first line, last line)
     dotted: list[str] = field(default_factory=list)  # a.b.C, module paths and attribute chains
     identifiers: Counter[str] = field(default_factory=Counter)  # code-like names, with mention counts
     quoted: list[str] = field(default_factory=list)
@@ -80,7 +91,8 @@ class Anchors:
     def as_dict(self) -> dict:
         return {"paths": self.paths[:10], "frames": [list(f) for f in self.frames[:10]], "dotted": self.dotted[:10],
                 "identifiers": [k for k, _ in self.identifiers.most_common(15)], "quoted": self.quoted[:5],
-                "errors": self.errors[:3], "messages": self.messages[:5], "active_files": self.active_files[:10]}
+                "errors": self.errors[:3], "messages": self.messages[:5], "active_files": self.active_files[:10],
+                "links": [list(s) for s in self.links[:10]]}
 
 
 def _code_like(name: str) -> bool:
@@ -98,6 +110,13 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     # Frames are kept deepest first: Python prints the most recent call last, the other runtimes first.
     for m in reversed(list(_FRAME.finditer(query))):
         anchors.frames.append((m.group(1), int(m.group(2)), m.group(3)))
+    ipython = list(_IPYTHON_FRAME.finditer(query))
+    for i, m in enumerate(reversed(ipython)):
+        end = ipython[len(ipython) - i].start() if i else len(query)
+        arrow = _IPYTHON_ARROW.search(query, m.end(), end)
+        frame = (m.group("path"), int(arrow.group(1)) if arrow else 0, m.group("func"))
+        if frame not in anchors.frames:
+            anchors.frames.append(frame)
     located = {(f[0], f[1]) for f in anchors.frames}
     for pattern in _OTHER_FRAMES:
         for m in pattern.finditer(query):
@@ -106,10 +125,19 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
             if frame[:2] not in located:  # one frame per place (Go's is read with and without its function)
                 located.add(frame[:2])
                 anchors.frames.append(frame)
+    links: dict[int, str] = {}  # where a link to lines starts -> the path it links
+    for m in _PERMALINK.finditer(query):
+        first = int(m.group("first"))
+        span = (m.group("path"), first, min(max(first, int(m.group("last") or first)), first + MAX_SPAN_LINES))
+        links[m.start("path")] = span[0]
+        if span not in anchors.links:
+            anchors.links.append(span)
     frame_paths = {f[0] for f in anchors.frames}
     seen_paths: set[str] = set()
     for m in _PATH.finditer(query):
-        p = m.group(1).lstrip("./")
+        # a link's path as the repository names it, not `github.com/o/r/blob/<sha>/...`
+        link = next((path for start, path in links.items() if start <= m.end() <= start + len(path)), None)
+        p = link or m.group(1).lstrip("./")
         if p and p not in seen_paths and not p.startswith(("http", "www.")):
             seen_paths.add(p)
             anchors.paths.append(p)

@@ -143,8 +143,10 @@ class Retriever:
     def path_hits(self, anchors: Anchors, query: str,
                   named: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], list[str]]:
         """Chunks of files the question names (frames deepest first, then paths, then modules): in
-        each file, the functions its frames name, then the definitions the question names
-        (`named`: the symbol tier's chunk scores), then the file's best lexical matches."""
+        each file, the functions its frames name, then the chunks holding the lines it points at
+        (a link's lines; a frame's line when its function is not one of the file's definitions —
+        a nested `wrapper`, a runtime that prints no function), then the definitions the question
+        names (`named`: the symbol tier's chunk scores), then the file's best lexical matches."""
         resolver = self.resolver()
         files: list[str] = []
         for written, _, _ in anchors.frames:
@@ -155,16 +157,27 @@ class Retriever:
             files.extend(resolver.resolve_module(dotted))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
+        pointed: dict[str, list[tuple[int, int, str | None]]] = {}  # path -> (first, last, frame function)
+        for written, first, last in anchors.links:
+            for path in resolver.resolve_path(written):
+                pointed.setdefault(path, []).append((first, last, None))
+        for written, line, func in anchors.frames:
+            for path in resolver.resolve_path(written):
+                pointed.setdefault(path, []).append((line, line, func))
         hits: list[tuple[str, float]] = []
         for rank, path in enumerate(files):
             within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
             chunks = self.store.chunks_for_path(path)
             in_frames = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
+            defined = {c.symbol.rsplit(".", 1)[-1] for c in chunks if c.symbol}
+            lines = [(first, last) for first, last, func in pointed.get(path, ()) if func is None or func not in defined]
+            at_lines = [c.id for c in chunks if any(c.start_line <= last and first <= c.end_line for first, last in lines)]
             # a rare name mentioned twice, or a dotted one (`Card._format_float`): the function the
             # question is about, often shorter than the file's wordiest chunks (BENCHMARKS 13a)
             in_question = sorted((c.id for c in chunks if named.get(c.id, 0) >= NAMED_MIN), key=lambda cid: -named[cid]) \
                 if named else []
-            ids = list(dict.fromkeys([*in_frames, *in_question, *(cid for cid, _ in within)]))[:CHUNKS_PER_ANCHORED_FILE]
+            ids = list(dict.fromkeys([*in_frames, *at_lines, *in_question, *(cid for cid, _ in within)]))
+            ids = ids[:CHUNKS_PER_ANCHORED_FILE]
             if not ids and chunks:
                 ids = [chunks[0].id]
             hits.extend((cid, 1.0 / (1 + rank)) for cid in ids)

@@ -16,8 +16,9 @@ See `UnrecognizedUnit` and astropy.units.core for details.
 
 def test_extract_finds_frames_paths_dotted_names_identifiers_and_errors():
     a = extract(TRACEBACK, ["src/app.py"])
-    assert a.frames == [("/site-packages/astropy/units/core.py", 1701, "__eq__")]
-    assert a.paths[-1] == "/site-packages/astropy/units/core.py"
+    ipython = "/Users/me/anaconda3/lib/python3.5/site-packages/astropy/units/core.py"  # its header: no line marked
+    assert a.frames == [("/site-packages/astropy/units/core.py", 1701, "__eq__"), (ipython, 0, "__eq__")]
+    assert a.paths[-2:] == ["/site-packages/astropy/units/core.py", ipython]
     assert "astropy.units.core" in a.dotted
     assert {"UnrecognizedUnit", "__eq__", "Unit"} <= set(a.identifiers)
     assert "comparison" not in a.identifiers and "None" not in a.identifiers  # prose is not an anchor
@@ -121,6 +122,45 @@ def test_a_definition_the_question_names_leads_its_named_files_path_hits(engine)
     assert "close_books" not in symbols({})  # none of the question's words
     assert symbols({chunks["close_books"]: retrieve.NAMED_MIN})[0] == "close_books"
     assert "close_books" not in symbols({chunks["close_books"]: retrieve.NAMED_MIN / 2})  # a weak name: no seat
+
+
+def test_ipython_frames_give_path_line_and_function_deepest_first():
+    question = ("pairplot raises KeyError\r\n```\r\n"
+                "[c:\\Users\\me\\site-packages\\seaborn\\axisgrid.py](file:///C:/x/axisgrid.py) in pairplot(data, hue)\r\n"
+                "   2143     if diag_kind == 'hist':\r\n-> 2144         grid.map_diag(histplot, **diag_kws)\r\n\r\n"
+                "/home/me/site-packages/seaborn/axisgrid.py in map_diag(self, func, **kwargs)\r\n"
+                "   1489 \r\n--> 1490             vector = self.data[var]\r\n```\r\n")
+    frames = extract(question).frames
+    assert frames == [("/home/me/site-packages/seaborn/axisgrid.py", 1490, "map_diag"),
+                      ("c:\\Users\\me\\site-packages\\seaborn\\axisgrid.py", 2144, "pairplot")]
+
+
+def test_the_lines_a_question_links_or_a_frame_points_at_lead_their_files_path_hits(engine):
+    """A link to a file's lines (`/blob/<ref>/<path>#L12-L20`) and a frame inside a nested function
+    (its function is no definition of the file) name the chunk holding those lines."""
+    wordy = "\n\n".join(f"def entry_{i}(ledger):\n    balance = ledger.balance + ledger.amount  # entry balance\n"
+                        f"    return [balance, ledger.amount, ledger.entry]" for i in range(5))
+    tail = "\n\n\ndef close_books(rows):\n    def wrapper(row):\n        return row.total\n    return [wrapper(r) for r in rows]\n"
+    (engine.config.root / "src" / "shop" / "ledger.py").write_text(wordy + tail)
+    engine.reindex()
+    close = next(c for c in engine.store.chunks_for_path("src/shop/ledger.py") if c.symbol == "close_books")
+    link = (f"The ledger balance amount of an entry is wrong, see https://github.com/acme/shop/blob/0a1b2c3/"
+            f"src/shop/ledger.py#L{close.start_line + 1}-L{close.start_line + 2}")
+    frame = ('The ledger balance amount of an entry is wrong\nTraceback (most recent call last):\n'
+             f'  File "/venv/site-packages/src/shop/ledger.py", line {close.start_line + 2}, in wrapper\n'
+             "AttributeError: 'Row' object has no attribute 'total'")
+
+    def first_symbol(question):
+        anchors = extract(question, [])
+        hits, files = engine.retriever.path_hits(anchors, question, {})
+        assert files[0] == "src/shop/ledger.py"
+        return engine.store.chunks_by_id([hits[0][0]])[hits[0][0]].symbol
+
+    assert extract(link, []).links == [("src/shop/ledger.py", close.start_line + 1, close.start_line + 2)]
+    assert extract(link, []).paths == ["src/shop/ledger.py"]  # not `github.com/acme/shop/blob/...`
+    assert first_symbol(link) == "close_books" and first_symbol(frame) == "close_books"
+    # without the lines pointed at, the chunks with the most of the question's words lead
+    assert first_symbol("The ledger balance amount of an entry is wrong in src/shop/ledger.py") != "close_books"
 
 
 def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
