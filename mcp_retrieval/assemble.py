@@ -38,6 +38,7 @@ SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a heade
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old start, count; new start, count
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
+NEAR_MISS = 0.1  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -273,12 +274,13 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     if candidates and remaining > 0:
         max_piece = max(int(layout.max_share * budget), layout.whole_floor)
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
-                         max_piece=max_piece, max_excerpt=int(layout.excerpt_share * budget), earlier=earlier or {})
+                         max_piece=max_piece, max_excerpt=int(layout.excerpt_share * budget), earlier=earlier or {},
+                         budget=budget, head=head)
     return _fit(order_for_reading(chosen), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
-            layout: Layout, max_piece: int, max_excerpt: int, earlier: dict) -> list[Placed]:
+            layout: Layout, max_piece: int, max_excerpt: int, earlier: dict, budget: int, head: str) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
@@ -299,6 +301,11 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt)
+        if (placed is None or placed.excerpt) and not seats_to_keep:
+            whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
+            if whole is not None:
+                (placed, window_tokens), cost = whole, 0
+                remaining = budget - window_tokens
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -312,6 +319,22 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         elif sum(p.stub for p in chosen) >= max_chunks:
             pool = [c for c in pool if c.chunk.sha256 not in delivered]
     return chosen
+
+
+def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chosen: list[Placed], budget: int,
+               head: str, layout: Layout) -> tuple[Placed, int] | None:
+    """A chunk whose estimated cost missed what is left by at most NEAR_MISS of itself, placed whole
+    when the window rendered with it — counted exactly, a file's later headers without its path —
+    still fits the budget: (the placed chunk, the window's tokens with it), else None."""
+    if c.chunk.sha256 in (p.candidate.chunk.sha256 for p in chosen):
+        return None
+    text = _neutral_text(c.chunk.text)
+    estimate = header_cost + max(c.chunk.tokens, byte_floor(text))
+    if estimate > max_piece or estimate - limit > NEAR_MISS * estimate:
+        return None
+    whole = Placed(c, stub=False, text=text)
+    tokens = budget_tokens(render_window(order_for_reading([*chosen, whole]), head, layout))
+    return (whole, tokens) if tokens <= budget else None
 
 
 @functools.lru_cache(maxsize=4096)

@@ -5,7 +5,7 @@ from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
-from mcp_retrieval.assemble import COMPACT, Layout, assemble, render_window
+from mcp_retrieval.assemble import COMPACT, Layout, Placed, assemble, order_for_reading, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
 
@@ -178,3 +178,13 @@ def test_documentation_lines_per_language():
     assert documentation_lines(c, "c") == {1, 2, 3, 6, 7}  # a preprocessor line and a dereference are code
     assert elidable_runs(c, "c") == {1, 2, 3}  # two comment lines cost less than their elision mark
     assert documentation_lines(["# heading", "text"], "markdown") == set()
+
+
+def test_a_chunk_that_fits_only_by_the_exact_count_comes_whole():
+    # The greedy costs each chunk with a full header; rendered, a file's second header has no path.
+    # A chunk that misses by that estimate but fits the window as rendered is not cut to an excerpt.
+    texts = {1: make_text(1, 20, "discount"), 8: make_text(8, 40, "discount")}  # both in pkg/mod1.py
+    pool = [make_candidate(i, budget_counts([t])[0], 1.0 - i / 100, t) for i, t in texts.items()]
+    exact = budget_tokens(render_window(order_for_reading([Placed(c, False, c.chunk.text) for c in pool]), "know"))
+    window = assemble(pool, budget=exact, max_chunks=4, head="know", query_terms=frozenset({"discount"}))
+    assert [p.excerpt for p in window.placed] == [False, False] and window.tokens <= exact
