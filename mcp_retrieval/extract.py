@@ -10,38 +10,41 @@ from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.symbols import dotted_name
 
+# Every open-ended run in a path below is bounded ({1,512}, possessive where nothing needs to
+# backtrack into it): unbounded, they were quadratic on a pasted line without spaces — about a
+# second at the 8,000 characters a question may hold, two minutes at 120,000.
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)(?:, in ([\w<>.]+))?')
 # IPython and Jupyter print a frame as `<path> in <function>(<args>)` (the path sometimes a markdown
 # link) and mark its line below with an arrow, `--> 1490`.
-_IPYTHON_FRAME = re.compile(r"(?m)^\[?(?P<path>[^\s\[\]()]+\.py)\]?(?:\([^)\s]*\))? in (?P<func>[\w<>]+)\(")
+_IPYTHON_FRAME = re.compile(r"(?m)^\[?(?P<path>[^\s\[\]()]{1,512}\.py)\]?(?:\([^)\s]*\))? in (?P<func>[\w<>]+)\(")
 _IPYTHON_ARROW = re.compile(r"(?m)^\s*-+>\s*(\d+)")
 # Stack frames of other runtimes, as (function, path, line):
 # Java/Kotlin `at com.x.Y.method(Y.java:12)`, JS/TS `at fn (/abs/path/x.js:1:194)` or `at /path/x.js:3:9`,
 # Go `\t/home/u/pkg/x.go:42 +0x1d`, Rust `at src/main.rs:10:5` / `panicked at src/x.rs:10:5`.
 _OTHER_FRAMES = (
     re.compile(r"\bat (?:[\w$]+\.)*[\w$]+\.(?P<func>[\w$<>]+)\((?P<path>[\w$]+\.(?:java|kt|scala|groovy)):(?P<line>\d+)\)"),
-    re.compile(r"\bat (?:(?:new )?(?P<func>[\w$.<>\[\] ]+?) \()?(?P<path>(?:[A-Za-z]:)?[^\s()'\"]+\."
+    re.compile(r"\bat (?:(?:new )?(?P<func>[\w$.<>\[\] ]+?) \()?(?P<path>(?:[A-Za-z]:)?[^\s()'\"]{1,512}\."
                r"(?:js|mjs|cjs|jsx|ts|tsx|mts|cts|vue)):(?P<line>\d+):\d+\)?"),
     # Go prints each frame's function on the line above its file: `pkg/path.(*node).getValue(0x1, ...)`
-    re.compile(r"(?m)^(?P<func>(?:[\w./\-@]+\.)?(?:\(\*?\w+\)\.)?\w+)\([^\n]*\)\n\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)"
+    re.compile(r"(?m)^(?P<func>(?:[\w./\-@]{1,256}\.)?(?:\(\*?\w+\)\.)?\w+)\([^\n]*\)\n\s+(?P<path>[^\s:]{1,512}\.go):(?P<line>\d+)"
                r"(?: \+0x[0-9a-f]+)?$"),
-    re.compile(r"(?m)^\s+(?P<path>[^\s:]+\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$"),
-    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rs):(?P<line>\d+):\d+"),
+    re.compile(r"(?m)^\s+(?P<path>[^\s:]{1,512}\.go):(?P<line>\d+)(?: \+0x[0-9a-f]+)?$"),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]{1,256}\.rs):(?P<line>\d+):\d+"),
     # Ruby: `app/models/cart.rb:12:in 'Cart#total'` (3.4) or "in `total'"
-    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<func>\w+[?!]?)'"),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]{1,256}\.rb):(?P<line>\d+):in [`'](?:[\w:]+[#.])?(?P<func>\w+[?!]?)'"),
     # PHP: `#0 /app/src/Cart.php(12): App\Cart->total()`, `in /app/src/Cart.php on line 12`
-    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.php)\((?P<line>\d+)\): (?:[\w\\]+(?:->|::))?(?P<func>\w+)\("),
-    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.php)(?::| on line )(?P<line>\d+)"),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]{1,256}\.php)\((?P<line>\d+)\): (?:[\w\\]+(?:->|::))?(?P<func>\w+)\("),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]{1,256}\.php)(?::| on line )(?P<line>\d+)"),
     # C#: `at Shop.Cart.Total() in /src/Shop/Cart.cs:line 12`
-    re.compile(r"\bat (?:[\w<>`]+\.)*(?P<func>\w+)\([^)]*\) in (?P<path>(?:[A-Za-z]:)?[^\s:]+\.cs):line (?P<line>\d+)"),
+    re.compile(r"\bat (?:[\w<>`]+\.)*(?P<func>\w+)\([^)]*\) in (?P<path>(?:[A-Za-z]:)?[^\s:]{1,512}\.cs):line (?P<line>\d+)"),
     # Swift: `Shop/Cart.swift:12: Fatal error: ...`
-    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]+\.swift):(?P<line>\d+)"),
+    re.compile(r"(?P<path>(?<![\w/.])[\w./\-]{1,256}\.swift):(?P<line>\d+)"),
 )
 # A link to lines of a file in a repository host's web view: GitHub `/blob/<ref>/<path>#L12-L40`,
 # GitLab `/-/blob/<ref>/<path>#L12-40`, Bitbucket `/src/<ref>/<path>#lines-12`.
-_PERMALINK = re.compile(r"/(?:-/)?(?:blob|src)/[^/\s]+/(?P<path>[^\s#?)\]>\"']+)(?:\?[^\s#)]*)?"
+_PERMALINK = re.compile(r"/(?:-/)?(?:blob|src)/[^/\s]{1,128}/(?P<path>[^\s#?)\]>\"']{1,512}+)(?:\?[^\s#)]{0,256}+)?"
                         r"#L?(?:ines-)?(?P<first>\d+)(?:[-:]L?(?P<last>\d+))?")
-_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]+/)*[\w\-]+\.(?:py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
+_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
                    r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
                    r"toml|cfg|ini|yaml|yml|json|txt))\b")
 # `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.

@@ -124,6 +124,16 @@ def test_a_definition_the_question_names_leads_its_named_files_path_hits(engine)
     assert "close_books" not in symbols({chunks["close_books"]: retrieve.NAMED_MIN / 2})  # a weak name: no seat
 
 
+def test_extraction_reads_long_lines_without_spaces_in_linear_time():
+    # Unbounded, the path patterns backtracked over the whole line from every `/` or `-`: these
+    # 120,000-character lines took minutes. Bounded, the suite does not notice them, and a path in
+    # such a line is still found.
+    for line in ("/src/a" * 20000, "a/b." * 30000, "a-" * 60000, "x/blob/" * 17000, "at a" * 30000):
+        extract(line)
+    a = extract("a-" * 60000 + " see src/shop/cart.py#L12 and https://github.com/o/r/blob/main/src/x.rs#L3-L9")
+    assert "src/shop/cart.py" in a.paths and a.links == [("src/x.rs", 3, 9)]
+
+
 def test_ipython_frames_give_path_line_and_function_deepest_first():
     question = ("pairplot raises KeyError\r\n```\r\n"
                 "[c:\\Users\\me\\site-packages\\seaborn\\axisgrid.py](file:///C:/x/axisgrid.py) in pairplot(data, hue)\r\n"
