@@ -47,7 +47,7 @@ def documentation_lines(lines: list[str], language: str) -> set[int]:
             out.update(range(i, end + 1))
             i = end + 1
             continue
-        if prefixes and s.startswith(prefixes) and not s.startswith("#!"):
+        if prefixes and s.startswith(prefixes) and not s.startswith(("#!", "#[")):  # a shebang, a PHP attribute
             out.add(i)
         else:
             previous = s

@@ -178,6 +178,7 @@ def test_documentation_lines_per_language():
     assert documentation_lines(c, "c") == {1, 2, 3, 6, 7}  # a preprocessor line and a dereference are code
     assert elidable_runs(c, "c") == {1, 2, 3}  # two comment lines cost less than their elision mark
     assert documentation_lines(["# heading", "text"], "markdown") == set()
+    assert documentation_lines(["#[Route('/cart')]", "# a comment", "function f() {}"], "php") == {1}
 
 
 def test_a_chunk_that_fits_only_by_the_exact_count_comes_whole():
