@@ -301,11 +301,13 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt)
-        if (placed is None or placed.excerpt) and not seats_to_keep:
+        if (placed is None or placed.excerpt) and not seats_to_keep and best.chunk.sha256 not in delivered:
             whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
             if whole is not None:
                 (placed, window_tokens), cost = whole, 0
                 remaining = budget - window_tokens
+                if delivered and not any(p.stub for p in chosen):  # the stub note still to come
+                    remaining -= budget_tokens(STUB_NOTE) + 1
         if placed is None:
             continue  # too big for what is left even as an excerpt; a smaller one may still fit
         chosen.append(placed)
@@ -326,8 +328,6 @@ def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chose
     """A chunk whose estimated cost missed what is left by at most NEAR_MISS of itself, placed whole
     when the window rendered with it — counted exactly, a file's later headers without its path —
     still fits the budget: (the placed chunk, the window's tokens with it), else None."""
-    if c.chunk.sha256 in (p.candidate.chunk.sha256 for p in chosen):
-        return None
     text = _neutral_text(c.chunk.text)
     estimate = header_cost + max(c.chunk.tokens, byte_floor(text))
     if estimate > max_piece or estimate - limit > NEAR_MISS * estimate:
