@@ -38,7 +38,7 @@ SEAT_TOKENS = 120  # what a seat kept free for a further file must hold (a heade
 HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old start, count; new start, count
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
-NEAR_MISS = 0.1  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
+NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
