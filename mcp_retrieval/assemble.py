@@ -329,12 +329,18 @@ def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chose
     when the window rendered with it — counted exactly, a file's later headers without its path —
     still fits the budget: (the placed chunk, the window's tokens with it), else None."""
     text = _neutral_text(c.chunk.text)
-    estimate = header_cost + max(c.chunk.tokens, byte_floor(text))
+    estimate = header_cost + _body_cost(c, text)
     if estimate > max_piece or estimate - limit > NEAR_MISS * estimate:
         return None
     whole = Placed(c, stub=False, text=text)
     tokens = budget_tokens(render_window(order_for_reading([*chosen, whole]), head, layout))
     return (whole, tokens) if tokens <= budget else None
+
+
+def _body_cost(c: Candidate, text: str) -> int:
+    """What the chunk's body costs whole: the count made at index time when neutralising changed
+    nothing (the same measure; never below bytes/4), else the neutralised text counted."""
+    return max(c.chunk.tokens, byte_floor(text)) if text == c.chunk.text else budget_tokens(text)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -351,10 +357,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         p = Placed(c, stub=True)
         return (p, header_cost) if header_cost <= remaining else (None, 0)
     p = Placed(c, stub=False, text=_neutral_text(c.chunk.text))
-    if p.text == c.chunk.text:  # the count made at index time (the same measure; never below bytes/4)
-        body_cost = max(c.chunk.tokens, byte_floor(p.text))
-    else:
-        body_cost = budget_tokens(p.text)
+    body_cost = _body_cost(c, p.text)
     seen = _seen_before(earlier, c)
     if seen is not None and seen[0] != c.chunk.sha256:  # changed since this session saw it
         changes = neutralize(unified_diff(seen[2], seen[1], c.chunk.text, c.chunk.start_line))  # one-off: not cached

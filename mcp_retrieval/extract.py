@@ -114,8 +114,8 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for m in reversed(list(_FRAME.finditer(query))):
         anchors.frames.append((m.group(1), int(m.group(2)), m.group(3)))
     ipython = list(_IPYTHON_FRAME.finditer(query))
-    for i, m in enumerate(reversed(ipython)):
-        end = ipython[len(ipython) - i].start() if i else len(query)
+    ends = [m.start() for m in ipython[1:]] + [len(query)]  # a frame's arrow is before the next frame
+    for m, end in reversed(list(zip(ipython, ends))):
         arrow = _IPYTHON_ARROW.search(query, m.end(), end)
         frame = (m.group("path"), int(arrow.group(1)) if arrow else 0, m.group("func"))
         if frame not in anchors.frames:

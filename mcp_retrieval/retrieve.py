@@ -149,21 +149,20 @@ class Retriever:
         names (`named`: the symbol tier's chunk scores), then the file's best lexical matches."""
         resolver = self.resolver()
         files: list[str] = []
-        for written, _, _ in anchors.frames:
-            files.extend(resolver.resolve_path(written))
+        pointed: dict[str, list[tuple[int, int, str | None]]] = {}  # path -> (first, last, frame function)
+        for written, line, func in anchors.frames:
+            for path in resolver.resolve_path(written):
+                files.append(path)
+                pointed.setdefault(path, []).append((line, line, func))
         for written in [*anchors.active_files, *anchors.paths]:
             files.extend(resolver.resolve_path(written))
         for dotted in anchors.dotted:
             files.extend(resolver.resolve_module(dotted))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
-        pointed: dict[str, list[tuple[int, int, str | None]]] = {}  # path -> (first, last, frame function)
         for written, first, last in anchors.links:
             for path in resolver.resolve_path(written):
                 pointed.setdefault(path, []).append((first, last, None))
-        for written, line, func in anchors.frames:
-            for path in resolver.resolve_path(written):
-                pointed.setdefault(path, []).append((line, line, func))
         hits: list[tuple[str, float]] = []
         for rank, path in enumerate(files):
             within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
