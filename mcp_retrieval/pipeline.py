@@ -63,6 +63,11 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         if title:
             ranked["title"] = retriever.lexical_hits(title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
+        # the source it quotes (the calls a reporter ran) as a third, at the title's weight (BENCHMARKS 17b)
+        code = question_code(query) if config.tier_weights.get("code") else None
+        if code:
+            ranked["code"] = retriever.lexical_hits(code, pool)
+            st["detail"] += f", {len(ranked['code'])} for the code"
     has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
     if has_vectors:
         with stages.run("dense") as st:
@@ -154,6 +159,42 @@ def question_title(query: str) -> str | None:
     if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2 or _NOT_A_TITLE.match(lines[0]):
         return None
     return lines[0]
+
+
+_FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+\n(.*?)^[ \t]*\1", re.S | re.M)
+_INLINE = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
+_PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:)[ \t]?(.*)$", re.M)
+# A line of source, not of output, logs, shell or configuration: a call, an assignment, or a
+# definition or import keyword (what a fenced block of program output or a Caddyfile lacks).
+_CODE_LINE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*+\(|^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*=[^=]|"
+                        r"^\s*(?:import|from|def|class|fn|func|function|let|const|var|pub|public|private|static|"
+                        r"return|struct|impl|#include)\b")
+MIN_CODE_CHARS = 12
+_TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
+
+
+def question_code(query: str) -> str | None:
+    """The code a question quotes — fenced blocks, inline `spans`, and interpreter prompt lines
+    outside fences — as one text: the API the reporter actually called, which the question's
+    prose outnumbers in BM25. None when it quotes (almost) no code."""
+    parts = [m.group(2) for m in _FENCE.finditer(query)]
+    rest = _FENCE.sub("\n", query)
+    parts += _PROMPT.findall(rest)
+    lines = [ln for p in parts for ln in _own_lines(_PROMPT.sub(r"\1", p)) if _CODE_LINE.search(ln)]
+    lines += [s for s in _INLINE.findall(rest) if _CODE_LINE.search(s) or _CODE_NAME.search(s)]
+    code = "\n".join(lines)
+    return code if len(code.strip()) >= MIN_CODE_CHARS else None
+
+
+def _own_lines(block: str) -> list[str]:
+    """A block's lines without those a Python traceback echoes under each frame: that is code of
+    the frame's file — often the standard library's — which the path tier already reads by frame."""
+    out, echo = [], False
+    for line in block.splitlines():
+        if not echo:
+            out.append(line)
+        echo = bool(_TRACE_FRAME.match(line))
+    return out
 
 
 def _merge_best(lists) -> list[tuple[str, float]]:

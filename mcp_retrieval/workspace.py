@@ -35,7 +35,7 @@ MAP_SHARE = 0.2  # of a broad question's budget, for the corpus map ahead of the
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
 # question is noise (every question has nearest vectors).
-WORD_TIERS = frozenset({"lexical", "title", "path", "symbol", "message", "history"})
+WORD_TIERS = frozenset({"lexical", "title", "code", "path", "symbol", "message", "history"})
 
 __all__ = ["Workspace"]
 

@@ -11,3 +11,5 @@ def test_the_full_mode_keeps_every_served_tier_and_ablations_switch_off_only_the
     assert nodense["dense"] == 0.0 and all(nodense[t] == w for t, w in served.items() if t != "dense")
     lexical = mode_settings("lexical", served)[0]
     assert {t for t, w in lexical.items() if w} == {"lexical"}
+    nocode = mode_settings("nocode", served)[0]
+    assert served["code"] > 0 and nocode["code"] == 0.0 and all(nocode[t] == w for t, w in served.items() if t != "code")

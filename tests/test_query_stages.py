@@ -132,6 +132,10 @@ def test_extraction_reads_long_lines_without_spaces_in_linear_time():
         extract(line)
     a = extract("a-" * 60000 + " see src/shop/cart.py#L12 and https://github.com/o/r/blob/main/src/x.rs#L3-L9")
     assert "src/shop/cart.py" in a.paths and a.links == [("src/x.rs", 3, 9)]
+    # the quoted-code reader too (a line of backticks once backtracked from every length of its fence)
+    from mcp_retrieval.pipeline import question_code
+    for text in ("`" * 120000, "a" * 120000, "a." * 60000, "```\n" + "x(\n" * 40000, "````x\n```\n" * 12000):
+        question_code(text)
 
 
 def test_ipython_frames_give_path_line_and_function_deepest_first():
@@ -200,3 +204,41 @@ def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
     assert first_file(0.0)[0] != "src/shop/refund.py"  # the body's many words outvote the subject
     path, tiers = first_file(0.6)
     assert path == "src/shop/refund.py" and "title" in tiers
+
+
+def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
+    from mcp_retrieval.pipeline import question_code
+
+    root = engine.config.root
+    (root / "src" / "shop" / "refund.py").write_text(
+        "def settle(order, part_fraction, rounding_digits=2):\n    \"\"\"Money back for a returned part.\"\"\"\n"
+        "    return round(order.total * part_fraction, rounding_digits)\n")
+    (root / "src" / "shop" / "report.py").write_text(
+        "def monthly_report(orders):\n    \"\"\"Monthly report: totals per customer, printed as a table.\"\"\"\n"
+        "    rows = [(o.customer, o.total) for o in orders]\n    print_table(rows, 'customer', 'total')\n"
+        "    return rows\n")
+    engine.reindex()
+    body = ("I print the monthly report of my orders as a table, customer by customer, with the total of each "
+            "customer. The report table then shows a total per customer that is not what I expect.")
+    code = ">>> money_back(part_fraction=0.5, rounding_digits=0)\n12.0"  # names no definition
+    question = f"Strange numbers\n\n{body}\n\n```python\n{code}\n```\nSee also `part_fraction`."
+    # the calls, not their output; prompts stripped; an inline span that is a name
+    assert question_code(question) == "money_back(part_fraction=0.5, rounding_digits=0)\npart_fraction"
+    assert question_code("A question in prose, with one `x` in it") is None  # too little code to search
+    assert question_code("Run it:\n>>> import shop\n>>> shop.settle(order, 1)") == "import shop\nshop.settle(order, 1)"
+    # a traceback's echo of each frame's line is the frame's code, not the reporter's
+    trace = ('```\nTraceback (most recent call last):\n  File "/usr/lib/python3.11/re.py", line 251, in compile\n'
+             '    return _compile(pattern, flags)\nre.error: missing )\n```\n')
+    assert question_code(trace + "```python\nlint(config_path='setup.cfg')\n```") == "lint(config_path='setup.cfg')"
+    # a shell session, its output and a configuration file are no source code
+    assert question_code("```\n$ rg needle --count\nhaystack.txt:\n 12:    needle (5 boxes)\n```\n"
+                         "```\n:80\nuri replace \"\\}\" %7D\nrespond \"{query}\"\n```") is None
+
+    def first_file(weight):
+        engine.config.tier_weights["code"] = weight
+        items = engine.packet(question, debug=True).items
+        return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
+
+    assert first_file(0.0)[0] != "src/shop/refund.py"  # the prose's many words outvote the call
+    path, tiers = first_file(0.6)
+    assert path == "src/shop/refund.py" and "code" in tiers

@@ -10,8 +10,8 @@ incrementally, and each mode ranks files; a whole-file BM25 baseline is computed
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
 and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ the history tier and graph fusion:
 the default); `nodecomp` is `rerank` without the deterministic decompose stage, `nohistory` is
-`full` without the history tier and `nomessage` is `full` without the quoted-message tier (none of
-them in the default set). The history is read from the git
+`full` without the history tier, `nomessage` is `full` without the quoted-message tier and
+`nocode` is `full` without the quoted-source tier (none of them in the default set). The history is read from the git
 directory given for the repository, at the instance's base commit: nothing later is visible.
 Reports file Acc@1/3/5/10 (all gold files within k), Recall@k, MRR, function-level hits and
 packet latency per mode, as a Markdown table.
@@ -40,7 +40,7 @@ ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full"
 # prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet;
 # title / title_turns: full asked only the first line, without / with the rest as `recent_turns`;
 # coactive: full with co-activation learned from the `context` windows of the repository's earlier instances
-EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
+EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
 
 
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
@@ -59,6 +59,8 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
         return {**weights, "history": 0.0}, True, True
     if mode == "nomessage":
         return {**weights, "message": 0.0}, True, True
+    if mode == "nocode":
+        return {**weights, "code": 0.0}, True, True
     if mode == "nodense":
         return {**weights, "dense": 0.0}, True, True
     return weights, True, True  # full
