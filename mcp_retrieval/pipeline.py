@@ -63,10 +63,11 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         if title:
             ranked["title"] = retriever.lexical_hits(title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
-        # the source it quotes (the calls a reporter ran) as a third, at the title's weight (BENCHMARKS 17b)
+        # the source it quotes (the calls a reporter ran) as a third, at the title's weight, and
+        # in Python code only: elsewhere it cost `context` first files (BENCHMARKS 17b)
         code = question_code(query) if config.tier_weights.get("code") else None
         if code:
-            ranked["code"] = retriever.lexical_hits(code, pool)
+            ranked["code"] = _in_languages(retriever, retriever.lexical_hits(code, pool), CODE_TIER_LANGUAGES)
             st["detail"] += f", {len(ranked['code'])} for the code"
     has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
     if has_vectors:
@@ -170,6 +171,7 @@ _CODE_LINE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*+\(|^\s*[A-Za-z_][\w.]*(?:\[[
                         r"^\s*(?:import|from|def|class|fn|func|function|let|const|var|pub|public|private|static|"
                         r"return|struct|impl|#include)\b")
 MIN_CODE_CHARS = 12
+CODE_TIER_LANGUAGES = ("python",)  # where the tier was measured to help (BENCHMARKS 17b)
 _TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
 
 
@@ -184,6 +186,17 @@ def question_code(query: str) -> str | None:
     lines += [s for s in _INLINE.findall(rest) if _CODE_LINE.search(s) or _CODE_NAME.search(s)]
     code = "\n".join(lines)
     return code if len(code.strip()) >= MIN_CODE_CHARS else None
+
+
+def _in_languages(retriever: Retriever, hits: list[tuple[str, float]], languages: tuple[str, ...]) -> list[tuple[str, float]]:
+    """The hits whose chunks are in one of `languages`, in order."""
+    if not hits:
+        return hits
+    marks = ",".join("?" * len(hits))
+    keep = {row[0] for row in retriever.store.query(
+        f"SELECT id FROM chunks WHERE id IN ({marks}) AND language IN ({','.join('?' * len(languages))})",
+        (*(cid for cid, _ in hits), *languages))}
+    return [h for h in hits if h[0] in keep]
 
 
 def _own_lines(block: str) -> list[str]:
