@@ -242,3 +242,11 @@ def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
     assert first_file(0.0)[0] != "src/shop/refund.py"  # the prose's many words outvote the call
     path, tiers = first_file(0.6)
     assert path == "src/shop/refund.py" and "code" in tiers
+    # matched in Python code only: elsewhere it cost windows their first files (BENCHMARKS 17b)
+    (root / "server" / "refund.go").write_text(
+        "package server\n\nfunc MoneyBack(partFraction float64, roundingDigits int) float64 {\n"
+        "\treturn partFraction * float64(roundingDigits)\n}\n")
+    engine.reindex()
+    items = engine.packet(question, debug=True).items
+    assert any(i.path == "server/refund.go" for i in items)
+    assert all("code" not in i.tiers for i in items if not i.path.endswith(".py"))
