@@ -176,9 +176,11 @@ _TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
 
 
 def question_code(query: str) -> str | None:
-    """The code a question quotes — fenced blocks, inline `spans`, and interpreter prompt lines
-    outside fences — as one text: the API the reporter actually called, which the question's
-    prose outnumbers in BM25. None when it quotes (almost) no code."""
+    """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
+    prompts outside them that call, assign, define or import (not output, logs, shell or
+    configuration; not a traceback's echo of its frames), and its inline `spans` that are code —
+    the API the reporter actually called, which the question's prose outnumbers in BM25. None
+    when it quotes (almost) no source."""
     parts = [m.group(2) for m in _FENCE.finditer(query)]
     rest = _FENCE.sub("\n", query)
     parts += _PROMPT.findall(rest)

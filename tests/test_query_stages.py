@@ -177,49 +177,50 @@ def test_the_lines_a_question_links_or_a_frame_points_at_lead_their_files_path_h
     assert first_symbol("The ledger balance amount of an entry is wrong in src/shop/ledger.py") != "close_books"
 
 
-def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
-    from mcp_retrieval.pipeline import question_title
+REPORT_PROSE = ("I print the monthly report of my orders as a table, customer by customer, with the total of "
+                "each customer. The report table shows a total per customer that I compare with the printed totals.")
 
+
+def _refund_and_report(engine, refund_source: str) -> None:
+    """A refund module and a report module whose words a question's prose (REPORT_PROSE) shares."""
     root = engine.config.root
-    (root / "src" / "shop" / "refund.py").write_text(
-        "def refund_amount(order, fraction):\n    \"\"\"The refund for a returned part of an order, rounded.\"\"\"\n"
-        "    return round(order.total * fraction, 2)\n")
+    (root / "src" / "shop" / "refund.py").write_text(refund_source)
     (root / "src" / "shop" / "report.py").write_text(
         "def monthly_report(orders):\n    \"\"\"Monthly report: totals per customer, printed as a table.\"\"\"\n"
         "    rows = [(o.customer, o.total) for o in orders]\n    print_table(rows, 'customer', 'total')\n"
         "    return rows\n")
     engine.reindex()
-    body = ("I print the monthly report of my orders as a table, customer by customer, with the total of each "
-            "customer. The report table shows a total per customer that I compare with the printed totals.")
+
+
+def _first_file_with(engine, tier: str, weight: float, question: str):
+    """`packet`'s first file with `tier` at `weight`, and the tiers that found the refund module."""
+    engine.config.tier_weights[tier] = weight
+    items = engine.packet(question, debug=True).items
+    return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
+
+
+def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
+    from mcp_retrieval.pipeline import question_title
+
+    _refund_and_report(engine, "def refund_amount(order, fraction):\n    \"\"\"The refund for a returned part of an order, "
+                               "rounded.\"\"\"\n    return round(order.total * fraction, 2)\n")
+    body = REPORT_PROSE
     question = f"Refund for a returned part is wrong\n\n{body}"
     assert question_title(question) == "Refund for a returned part is wrong" and question_title(body) is None
     assert question_title("Traceback (most recent call last):\n  File \"x.py\", line 1") is None
     assert question_title("### Describe the bug\nRefunds are wrong") is None
 
-    def first_file(weight):
-        engine.config.tier_weights["title"] = weight
-        items = engine.packet(question, debug=True).items
-        return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
-
-    assert first_file(0.0)[0] != "src/shop/refund.py"  # the body's many words outvote the subject
-    path, tiers = first_file(0.6)
+    assert _first_file_with(engine, "title", 0.0, question)[0] != "src/shop/refund.py"  # the body outvotes the subject
+    path, tiers = _first_file_with(engine, "title", 0.6, question)
     assert path == "src/shop/refund.py" and "title" in tiers
 
 
 def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
     from mcp_retrieval.pipeline import question_code
 
-    root = engine.config.root
-    (root / "src" / "shop" / "refund.py").write_text(
-        "def settle(order, part_fraction, rounding_digits=2):\n    \"\"\"Money back for a returned part.\"\"\"\n"
-        "    return round(order.total * part_fraction, rounding_digits)\n")
-    (root / "src" / "shop" / "report.py").write_text(
-        "def monthly_report(orders):\n    \"\"\"Monthly report: totals per customer, printed as a table.\"\"\"\n"
-        "    rows = [(o.customer, o.total) for o in orders]\n    print_table(rows, 'customer', 'total')\n"
-        "    return rows\n")
-    engine.reindex()
-    body = ("I print the monthly report of my orders as a table, customer by customer, with the total of each "
-            "customer. The report table then shows a total per customer that is not what I expect.")
+    _refund_and_report(engine, "def settle(order, part_fraction, rounding_digits=2):\n    \"\"\"Money back for a "
+                               "returned part.\"\"\"\n    return round(order.total * part_fraction, rounding_digits)\n")
+    root, body = engine.config.root, REPORT_PROSE
     code = ">>> money_back(part_fraction=0.5, rounding_digits=0)\n12.0"  # names no definition
     question = f"Strange numbers\n\n{body}\n\n```python\n{code}\n```\nSee also `part_fraction`."
     # the calls, not their output; prompts stripped; an inline span that is a name
@@ -234,13 +235,8 @@ def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
     assert question_code("```\n$ rg needle --count\nhaystack.txt:\n 12:    needle (5 boxes)\n```\n"
                          "```\n:80\nuri replace \"\\}\" %7D\nrespond \"{query}\"\n```") is None
 
-    def first_file(weight):
-        engine.config.tier_weights["code"] = weight
-        items = engine.packet(question, debug=True).items
-        return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
-
-    assert first_file(0.0)[0] != "src/shop/refund.py"  # the prose's many words outvote the call
-    path, tiers = first_file(0.6)
+    assert _first_file_with(engine, "code", 0.0, question)[0] != "src/shop/refund.py"  # the prose outvotes the call
+    path, tiers = _first_file_with(engine, "code", 0.6, question)
     assert path == "src/shop/refund.py" and "code" in tiers
     # matched in Python code only: elsewhere it cost windows their first files (BENCHMARKS 17b)
     (root / "server" / "refund.go").write_text(
