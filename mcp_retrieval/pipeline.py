@@ -4,7 +4,6 @@ in `engine`. Each stage is timed and reported; optional stages degrade to pass-t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -13,12 +12,14 @@ from mcp_retrieval import fusion, graph_fusion
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
+from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title
 from mcp_retrieval.rerank import RerankSignals, signals_for
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.stages import StageLog
 from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.understand import Understanding, deterministic, with_host
 
+CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -149,47 +150,6 @@ def _understand_stages(query: str, sub_queries: list[str] | None, host: HostOutc
     return understanding
 
 
-# First lines that are no title: a template's heading, a code fence, a prompt, a traceback, a comment.
-_NOT_A_TITLE = re.compile(r"^(#|\*\*|```|>>>|\$ |Traceback \(|<!--)")
-
-
-def question_title(query: str) -> str | None:
-    """A pasted issue's first line, its title: the subject in a few words. None for a one-line
-    question, or when the first line is a template heading, code, a prompt or a traceback."""
-    lines = [ln.strip() for ln in query.strip().splitlines() if ln.strip()]
-    if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2 or _NOT_A_TITLE.match(lines[0]):
-        return None
-    return lines[0]
-
-
-_FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+\n(.*?)^[ \t]*\1", re.S | re.M)
-_INLINE = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
-_PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:)[ \t]?(.*)$", re.M)
-# A line of source, not of output, logs, shell or configuration: a call, an assignment, or a
-# definition or import keyword (what a fenced block of program output or a Caddyfile lacks).
-_CODE_LINE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*+\(|^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*=[^=]|"
-                        r"^\s*(?:import|from|def|class|fn|func|function|let|const|var|pub|public|private|static|"
-                        r"return|struct|impl|#include)\b")
-MIN_CODE_CHARS = 12
-CODE_TIER_LANGUAGES = ("python",)  # where the tier was measured to help (BENCHMARKS 17b)
-_TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
-
-
-def question_code(query: str) -> str | None:
-    """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
-    prompts outside them that call, assign, define or import (not output, logs, shell or
-    configuration; not a traceback's echo of its frames), and its inline `spans` that are code —
-    the API the reporter actually called, which the question's prose outnumbers in BM25. None
-    when it quotes (almost) no source."""
-    parts = [m.group(2) for m in _FENCE.finditer(query)]
-    rest = _FENCE.sub("\n", query)
-    parts += _PROMPT.findall(rest)
-    lines = [ln for p in parts for ln in _own_lines(_PROMPT.sub(r"\1", p)) if _CODE_LINE.search(ln)]
-    lines += [s for s in _INLINE.findall(rest) if _CODE_LINE.search(s) or _CODE_NAME.search(s)]
-    code = "\n".join(lines)
-    return code if len(code.strip()) >= MIN_CODE_CHARS else None
-
-
 def _in_languages(retriever: Retriever, hits: list[tuple[str, float]], languages: tuple[str, ...]) -> list[tuple[str, float]]:
     """The hits whose chunks are in one of `languages`, in order."""
     if not hits:
@@ -199,17 +159,6 @@ def _in_languages(retriever: Retriever, hits: list[tuple[str, float]], languages
         f"SELECT id FROM chunks WHERE id IN ({marks}) AND language IN ({','.join('?' * len(languages))})",
         (*(cid for cid, _ in hits), *languages))}
     return [h for h in hits if h[0] in keep]
-
-
-def _own_lines(block: str) -> list[str]:
-    """A block's lines without those a Python traceback echoes under each frame: that is code of
-    the frame's file — often the standard library's — which the path tier already reads by frame."""
-    out, echo = [], False
-    for line in block.splitlines():
-        if not echo:
-            out.append(line)
-        echo = bool(_TRACE_FRAME.match(line))
-    return out
 
 
 def _merge_best(lists) -> list[tuple[str, float]]:
@@ -281,14 +230,13 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
         st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added, {reordered} raised"
 
 
-_CODE_NAME = re.compile(r"_|[a-z][A-Z]")  # snake_case or camelCase: a name, not an English word
 
 
 def _turn_anchors(retriever: Retriever, turns: Sequence[str]) -> tuple[set[str], set[str]]:
     """Files (resolved in the index) and code-shaped names the recent conversation mentions."""
     anchors = extract("\n".join(turns), [])
     _, files = retriever.path_hits(anchors, "")
-    names = {n for n in anchors.identifiers if len(n) >= 4 and _CODE_NAME.search(n)}
+    names = {n for n in anchors.identifiers if len(n) >= 4 and CODE_NAME.search(n)}
     names |= {d.rsplit(".", 1)[-1] for d in anchors.dotted if "." in d}
     return set(files), names
 

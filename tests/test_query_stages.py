@@ -133,7 +133,7 @@ def test_extraction_reads_long_lines_without_spaces_in_linear_time():
     a = extract("a-" * 60000 + " see src/shop/cart.py#L12 and https://github.com/o/r/blob/main/src/x.rs#L3-L9")
     assert "src/shop/cart.py" in a.paths and a.links == [("src/x.rs", 3, 9)]
     # the quoted-code reader too (a line of backticks once backtracked from every length of its fence)
-    from mcp_retrieval.pipeline import question_code
+    from mcp_retrieval.question_parts import question_code
     for text in ("`" * 120000, "a" * 120000, "a." * 60000, "```\n" + "x(\n" * 40000, "````x\n```\n" * 12000):
         question_code(text)
 
@@ -200,7 +200,7 @@ def _first_file_with(engine, tier: str, weight: float, question: str):
 
 
 def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
-    from mcp_retrieval.pipeline import question_title
+    from mcp_retrieval.question_parts import question_title
 
     _refund_and_report(engine, "def refund_amount(order, fraction):\n    \"\"\"The refund for a returned part of an order, "
                                "rounded.\"\"\"\n    return round(order.total * fraction, 2)\n")
@@ -216,7 +216,7 @@ def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):
 
 
 def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
-    from mcp_retrieval.pipeline import question_code
+    from mcp_retrieval.question_parts import question_code
 
     _refund_and_report(engine, "def settle(order, part_fraction, rounding_digits=2):\n    \"\"\"Money back for a "
                                "returned part.\"\"\"\n    return round(order.total * part_fraction, rounding_digits)\n")

@@ -1,0 +1,59 @@
+"""The parts of a pasted question that are searched on their own, beside the whole question:
+its title (`title` tier) and the source it quotes (`code` tier). Pure text; no index."""
+
+from __future__ import annotations
+
+import re
+
+CODE_NAME = re.compile(r"_|[a-z][A-Z]")  # snake_case or camelCase: a name, not an English word
+
+
+# First lines that are no title: a template's heading, a code fence, a prompt, a traceback, a comment.
+_NOT_A_TITLE = re.compile(r"^(#|\*\*|```|>>>|\$ |Traceback \(|<!--)")
+
+
+def question_title(query: str) -> str | None:
+    """A pasted issue's first line, its title: the subject in a few words. None for a one-line
+    question, or when the first line is a template heading, code, a prompt or a traceback."""
+    lines = [ln.strip() for ln in query.strip().splitlines() if ln.strip()]
+    if len(lines) < 2 or len(lines[0]) > 200 or len(lines[0].split()) < 2 or _NOT_A_TITLE.match(lines[0]):
+        return None
+    return lines[0]
+
+
+_FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+\n(.*?)^[ \t]*\1", re.S | re.M)
+_INLINE = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
+_PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:)[ \t]?(.*)$", re.M)
+# A line of source, not of output, logs, shell or configuration: a call, an assignment, or a
+# definition or import keyword (what a fenced block of program output or a Caddyfile lacks).
+_CODE_LINE = re.compile(r"(?<![\w.])[A-Za-z_][\w.]*+\(|^\s*[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*=[^=]|"
+                        r"^\s*(?:import|from|def|class|fn|func|function|let|const|var|pub|public|private|static|"
+                        r"return|struct|impl|#include)\b")
+MIN_CODE_CHARS = 12
+_TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
+
+
+def question_code(query: str) -> str | None:
+    """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
+    prompts outside them that call, assign, define or import (not output, logs, shell or
+    configuration; not a traceback's echo of its frames), and its inline `spans` that are code —
+    the API the reporter actually called, which the question's prose outnumbers in BM25. None
+    when it quotes (almost) no source."""
+    parts = [m.group(2) for m in _FENCE.finditer(query)]
+    rest = _FENCE.sub("\n", query)
+    parts += _PROMPT.findall(rest)
+    lines = [ln for p in parts for ln in _own_lines(_PROMPT.sub(r"\1", p)) if _CODE_LINE.search(ln)]
+    lines += [s for s in _INLINE.findall(rest) if _CODE_LINE.search(s) or CODE_NAME.search(s)]
+    code = "\n".join(lines)
+    return code if len(code.strip()) >= MIN_CODE_CHARS else None
+
+
+def _own_lines(block: str) -> list[str]:
+    """A block's lines without those a Python traceback echoes under each frame: that is code of
+    the frame's file — often the standard library's — which the path tier already reads by frame."""
+    out, echo = [], False
+    for line in block.splitlines():
+        if not echo:
+            out.append(line)
+        echo = bool(_TRACE_FRAME.match(line))
+    return out
