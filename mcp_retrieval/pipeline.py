@@ -230,8 +230,6 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
         st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added, {reordered} raised"
 
 
-
-
 def _turn_anchors(retriever: Retriever, turns: Sequence[str]) -> tuple[set[str], set[str]]:
     """Files (resolved in the index) and code-shaped names the recent conversation mentions."""
     anchors = extract("\n".join(turns), [])
