@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.symbols import dotted_name
+from mcp_retrieval.question_parts import prose
 
 # Every open-ended run in a path below is bounded ({1,512}, possessive where nothing needs to
 # backtrack into it): unbounded, they were quadratic on a pasted line without spaces — about a
@@ -44,9 +45,13 @@ _OTHER_FRAMES = (
 # GitLab `/-/blob/<ref>/<path>#L12-40`, Bitbucket `/src/<ref>/<path>#lines-12`.
 _PERMALINK = re.compile(r"/(?:-/)?(?:blob|src)/[^/\s]{1,128}/(?P<path>[^\s#?)\]>\"']{1,512}+)(?:\?[^\s#)]{0,256}+)?"
                         r"#L?(?:ines-)?(?P<first>\d+)(?:[-:]L?(?P<last>\d+))?")
-_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|"
-                   r"java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|hh|hpp|hxx|m|mm|proto|sh|md|rst|"
-                   r"toml|cfg|ini|yaml|yml|json|txt))\b")
+_EXTENSIONS = (r"py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|java|kt|scala|cs|rb|php|swift|c|h|cc|cpp|cxx|"
+               r"hh|hpp|hxx|m|mm|proto|sh|md|rst|toml|cfg|ini|yaml|yml|json|txt")
+# A reporter's own pointer at a line, written in prose: "`sessions.py:313` is simply ...", "see
+# tree.go:446". Read outside fenced blocks only: there `file:line` is a log's or a compiler's output.
+_POINTER = re.compile(r"(?<![\w/.@\-])(?P<path>(?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:" + _EXTENSIONS +
+                      r")):(?P<line>\d{1,7})(?![\w.])")
+_PATH = re.compile(r"(?<![\w@])((?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:" + _EXTENSIONS + r"))\b")
 # `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.
 _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 # Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
@@ -82,7 +87,8 @@ _FILE_EXT_WORDS = frozenset({"py", "js", "ts", "md", "rst", "txt", "json", "yaml
 class Anchors:
     paths: list[str] = field(default_factory=list)  # file paths as written (may be absolute or partial)
     frames: list[tuple[str, int, str | None]] = field(default_factory=list)  # (path, line, function), deepest first
-    # links to lines of a file (a host's web view, `/blob/<ref>/<path>#L12-L40`), as the repository names it
+    # links to lines of a file (a host's web view, `/blob/<ref>/<path>#L12-L40`), as the repository names it,
+    # and `path:line` pointers written in prose: where the reporter says to look
     links: list[tuple[str, int, int]] = field(default_factory=list)  # (path, first line, last line)
     dotted: list[str] = field(default_factory=list)  # a.b.C, module paths and attribute chains
     identifiers: Counter[str] = field(default_factory=Counter)  # code-like names, with mention counts
@@ -134,6 +140,11 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         span = (m.group("path"), first, min(max(first, int(m.group("last") or first)), first + MAX_SPAN_LINES))
         links[m.start("path")] = span[0]
         if span not in anchors.links:
+            anchors.links.append(span)
+    for m in _POINTER.finditer(prose(query)):
+        line = int(m.group("line"))
+        span = (m.group("path").lstrip("./"), line, line)
+        if (m.group("path"), line) not in located and line > 0 and span not in anchors.links:
             anchors.links.append(span)
     frame_paths = {f[0] for f in anchors.frames}
     seen_paths: set[str] = set()

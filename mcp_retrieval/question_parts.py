@@ -33,6 +33,11 @@ MIN_CODE_CHARS = 12
 _TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
 
 
+def prose(query: str) -> str:
+    """The question without its fenced blocks (a blank line where each was)."""
+    return _FENCE.sub("\n", query)
+
+
 def question_code(query: str) -> str | None:
     """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
     prompts outside them that call, assign, define or import (not output, logs, shell or
@@ -40,7 +45,7 @@ def question_code(query: str) -> str | None:
     the API the reporter actually called, which the question's prose outnumbers in BM25. None
     when it quotes (almost) no source."""
     parts = [m.group(2) for m in _FENCE.finditer(query)]
-    rest = _FENCE.sub("\n", query)
+    rest = prose(query)
     parts += _PROMPT.findall(rest)
     lines = [ln for p in parts for ln in _own_lines(_PROMPT.sub(r"\1", p)) if _CODE_LINE.search(ln)]
     lines += [s for s in _INLINE.findall(rest) if _CODE_LINE.search(s) or CODE_NAME.search(s)]

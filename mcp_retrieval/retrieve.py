@@ -142,7 +142,8 @@ class Retriever:
 
     def path_hits(self, anchors: Anchors, query: str,
                   named: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], list[str]]:
-        """Chunks of files the question names (frames deepest first, then paths, then modules): in
+        """Chunks of files the question names (the files it links or points at by line — where
+        the reporter says to look —, then frames deepest first, then paths, then modules): in
         each file, the functions its frames name, then the chunks holding the lines it points at
         (a link's lines; a frame's line when its function is not one of the file's definitions —
         a nested `wrapper`, a runtime that prints no function), then the definitions the question
@@ -150,6 +151,10 @@ class Retriever:
         resolver = self.resolver()
         files: list[str] = []
         pointed: dict[str, list[tuple[int, int, str | None]]] = {}  # path -> (first, last, frame function)
+        for written, first, last in anchors.links:
+            for path in resolver.resolve_path(written):
+                files.append(path)
+                pointed.setdefault(path, []).append((first, last, None))
         for written, line, func in anchors.frames:
             for path in resolver.resolve_path(written):
                 files.append(path)
@@ -160,9 +165,6 @@ class Retriever:
             files.extend(resolver.resolve_module(dotted))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
-        for written, first, last in anchors.links:
-            for path in resolver.resolve_path(written):
-                pointed.setdefault(path, []).append((first, last, None))
         hits: list[tuple[str, float]] = []
         for rank, path in enumerate(files):
             within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)

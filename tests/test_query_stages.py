@@ -177,6 +177,25 @@ def test_the_lines_a_question_links_or_a_frame_points_at_lead_their_files_path_h
     assert first_symbol("The ledger balance amount of an entry is wrong in src/shop/ledger.py") != "close_books"
 
 
+def test_a_file_line_pointer_written_in_prose_leads_the_files_a_traceback_names(engine):
+    """`pricing.py:NN` in prose is where the reporter says to look: a link to that line, whose file
+    leads the path tier ahead of the traceback's deeper frames. In a fenced block `file:line` is
+    a log's or a compiler's output, and a frame already read is not a second pointer."""
+    chunks = {c.symbol: c for c in engine.store.chunks_for_path("src/shop/pricing.py")}
+    pricing = chunks["with_tax"]
+    trace = ('Traceback (most recent call last):\n  File "/venv/src/shop/pricing.py", line 9, in apply_discount\n'
+             '  File "/venv/src/shop/cart.py", line 2, in total\nValueError: bad total\n')
+    question = f"Cart totals are wrong\n{trace}My guess: `pricing.py:{pricing.start_line}` rounds too early."
+    anchors = extract(question, [])
+    assert anchors.links == [("pricing.py", pricing.start_line, pricing.start_line)]
+    hits, files = engine.retriever.path_hits(anchors, question, {})
+    assert files[:2] == ["src/shop/pricing.py", "src/shop/cart.py"]
+    assert [cid for cid, _ in hits[:2]] == [chunks["apply_discount"].id, pricing.id]  # the frame's function, the line
+    fenced = f"Cart totals are wrong\n```\nsrc/shop/pricing.py:{pricing.start_line}: warning: unused\n```\n"
+    assert extract(fenced, []).links == [] and extract(trace, []).links == []
+    assert extract("served on http://127.0.0.1:8008 and host.py:x", []).links == []
+
+
 REPORT_PROSE = ("I print the monthly report of my orders as a table, customer by customer, with the total of "
                 "each customer. The report table shows a total per customer that I compare with the printed totals.")
 
