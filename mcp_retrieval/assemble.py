@@ -49,6 +49,7 @@ class Placed:
     text: str | None = None  # what the window shows of the chunk (neutralised); None for a stub
     excerpt: bool = False  # True: part of the chunk only, the rest elided
     code_only: bool = False  # the excerpt is the chunk's code without its comments and docstrings
+    by_choice: bool = False  # code only though it fits whole: a big chunk in a tight window (Layout)
     diff: bool = False  # True: a unified diff against the text this session was shown before
 
 
@@ -65,17 +66,23 @@ class Layout:
     no excerpt takes more than this share of the budget — an
     excerpt stands in for a chunk that did not fit, and a long one (the matching lines of a
     2,000-token function) would leave a tight budget no room for the next candidate, often the
-    answer whole (docs/BENCHMARKS.md 11a). `compact`: headers carry path and lines only (no symbol,
+    answer whole (docs/BENCHMARKS.md 11a). `tight_window`, `code_share`: in a window of at most
+    `tight_window` tokens a chunk over `code_share` of the budget comes as its code only, even when
+    it fits whole, if that leaves out at least half of it — at 1k the first chunk is often an
+    entry point whose docstring fills the window before the function the fix changes (BENCHMARKS
+    18b); over 1k the gold functions are themselves those docstring-heavy chunks. `compact`: headers carry path and lines only (no symbol,
     a short excerpt note) — for small local models that pay for every token of markup."""
     seat_floor: int = 0
     max_share: float = 1.0
     whole_floor: int = 0
     excerpt_share: float = 0.5
+    tight_window: int = 0
+    code_share: float = 1.0
     compact: bool = False
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
-FRONTIER = Layout(max_share=0.6, whole_floor=1000)
+FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4)
 COMPACT = Layout(max_share=0.5, compact=True)
 COMPACT_MAX_CHUNKS = 8
 RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
@@ -273,14 +280,16 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
     chosen: list[Placed] = []
     if candidates and remaining > 0:
         max_piece = max(int(layout.max_share * budget), layout.whole_floor)
+        code_over = int(layout.code_share * budget) if budget <= layout.tight_window else None
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
                          max_piece=max_piece, max_excerpt=int(layout.excerpt_share * budget), earlier=earlier or {},
-                         budget=budget, head=head)
+                         budget=budget, head=head, code_over=code_over)
     return _fit(order_for_reading(chosen), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,
-            layout: Layout, max_piece: int, max_excerpt: int, earlier: dict, budget: int, head: str) -> list[Placed]:
+            layout: Layout, max_piece: int, max_excerpt: int, earlier: dict, budget: int, head: str,
+            code_over: int | None = None) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
     grams = {id(c): shingles(c.chunk.text) for c in pool}
@@ -300,8 +309,9 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         key = (best.root, best.chunk.path)
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
-        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt)
-        if (placed is None or placed.excerpt) and not seats_to_keep and best.chunk.sha256 not in delivered:
+        placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt,
+                              code_over)
+        if (placed is None or (placed.excerpt and not placed.by_choice)) and not seats_to_keep and best.chunk.sha256 not in delivered:
             whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
             if whole is not None:
                 (placed, window_tokens), cost = whole, 0
@@ -349,10 +359,12 @@ def _neutral_text(text: str) -> str:
 
 
 def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_terms,
-           layout: Layout, earlier: dict, max_excerpt: int | None = None) -> tuple[Placed | None, int]:
+           layout: Layout, earlier: dict, max_excerpt: int | None = None,
+           code_over: int | None = None) -> tuple[Placed | None, int]:
     """The candidate as it would be placed (stub, diff, whole, or excerpt) and its cost with a full
     header (`header_cost`: its tokens, the newline after it and the joining newline); (None, 0)
-    when it cannot fit in `remaining` (an excerpt: in `max_excerpt` either)."""
+    when it cannot fit in `remaining` (an excerpt: in `max_excerpt` either). A chunk costing more
+    than `code_over` whole comes as its code only when that saves at least half of it."""
     if c.chunk.sha256 in delivered:
         p = Placed(c, stub=True)
         return (p, header_cost) if header_cost <= remaining else (None, 0)
@@ -365,8 +377,16 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         cost = budget_tokens(_piece(d, False, layout)) + 1
         if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:
             return d, cost
-    if header_cost + body_cost <= remaining:
-        return p, header_cost + body_cost
+    whole = header_cost + body_cost
+    if code_over is not None and code_over < whole <= remaining:
+        code = code_only(p.text, c.chunk.language, c.chunk.start_line)
+        if code is not None:
+            q = Placed(c, stub=False, text=code, excerpt=True, code_only=True, by_choice=True)
+            cost = budget_tokens(_piece(q, False, layout)) + 1
+            if 2 * cost <= whole:
+                return q, cost
+    if whole <= remaining:
+        return p, whole
     p.excerpt = True
     if max_excerpt is not None:
         remaining = min(remaining, max_excerpt)

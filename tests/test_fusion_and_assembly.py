@@ -1,11 +1,12 @@
 import random
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
-from mcp_retrieval.assemble import COMPACT, Layout, Placed, assemble, order_for_reading, render_window
+from mcp_retrieval.assemble import COMPACT, FRONTIER, Layout, Placed, assemble, order_for_reading, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
 
@@ -167,6 +168,29 @@ def test_a_chunk_that_fits_only_without_its_docstring_comes_as_its_whole_code():
     assert placed.excerpt and placed.code_only and 'excerpt="code only; comments and docstrings elided"' in window.text
     assert all(line in placed.text for line in code.split("\n")) and "Explains" not in placed.text
     assert placed.text.startswith("def price(order):\n⋯ lines 12-") and window.tokens <= 600
+
+
+def test_a_tight_window_shows_a_big_chunks_code_and_keeps_room_for_the_next():
+    """At 1,000 tokens or less a chunk over 40% of the budget comes as its code, though it fits
+    whole, when that saves at least half of it: an entry point's docstring no longer fills the
+    window before the function it calls. Over 1,000 tokens it comes whole."""
+    doc = "\n".join(f"    Explains discount rule number {n} at length, with an example." for n in range(40))
+    entry = f'def price(order):\n    """Price an order.\n\n{doc}\n    """\n    return apply_discount(order, 1)\n'
+    callee = make_text(2, 25, "discount")
+    pool = [make_candidate(1, budget_counts([entry])[0], 1.0, entry),
+            make_candidate(2, budget_counts([callee])[0], 0.9, callee)]
+    assert 550 < pool[0].chunk.tokens < 800 and pool[0].chunk.tokens + pool[1].chunk.tokens > 1000
+
+    def placed(budget, layout=FRONTIER):
+        w = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"discount"}),
+                     layout=layout)
+        assert w.tokens <= budget
+        return {p.candidate.chunk.id: (p.code_only, p.text == p.candidate.chunk.text) for p in w.placed}
+
+    assert placed(1000) == {"id0001": (True, False), "id0002": (False, True)}
+    loose = placed(1000, replace(FRONTIER, tight_window=0))  # the docstring whole; the callee cut or out
+    assert loose["id0001"] == (False, True) and loose.get("id0002", (False, False))[1] is False
+    assert placed(2000) == {"id0001": (False, True), "id0002": (False, True)}
 
 
 def test_documentation_lines_per_language():
