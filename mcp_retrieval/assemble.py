@@ -70,8 +70,9 @@ class Layout:
     `tight_window` tokens a chunk over `code_share` of the budget comes as its code only, even when
     it fits whole, if that leaves out at least half of it — at 1k the first chunk is often an
     entry point whose docstring fills the window before the function the fix changes (BENCHMARKS
-    18b); over 1k the gold functions are themselves those docstring-heavy chunks. `compact`: headers carry path and lines only (no symbol,
-    a short excerpt note) — for small local models that pay for every token of markup."""
+    18b); over 1k the gold functions are themselves those docstring-heavy chunks. `compact`:
+    headers carry path and lines only (no symbol, a short excerpt note) — for small local models
+    that pay for every token of markup."""
     seat_floor: int = 0
     max_share: float = 1.0
     whole_floor: int = 0
@@ -311,7 +312,8 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt,
                               code_over)
-        if (placed is None or (placed.excerpt and not placed.by_choice)) and not seats_to_keep and best.chunk.sha256 not in delivered:
+        cut = placed is None or (placed.excerpt and not placed.by_choice)
+        if cut and not seats_to_keep and best.chunk.sha256 not in delivered:
             whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
             if whole is not None:
                 (placed, window_tokens), cost = whole, 0
