@@ -50,7 +50,7 @@ _EXTENSIONS = (r"py|pyi|ipynb|js|jsx|mjs|cjs|ts|tsx|mts|cts|vue|svelte|go|rs|jav
 # A reporter's own pointer at a line, written in prose: "`sessions.py:313` is simply ...", "see
 # tree.go:446". Read outside fenced blocks only: there `file:line` is a log's or a compiler's output.
 _POINTER = re.compile(r"(?<![\w/.@\-])(?P<path>(?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:" + _EXTENSIONS +
-                      r")):(?P<line>\d{1,7})(?![\w.])")
+                      r")):(?P<line>\d{1,7})(?!\w|\.\d)")
 _PATH = re.compile(r"(?<![\w@])((?:[\w.\-]{1,128}/){0,32}+[\w\-]{1,128}\.(?:" + _EXTENSIONS + r"))\b")
 # `Type::method`, `std::vec::Vec` (Rust, C++) and `obj->field` (C, C++, PHP): chains of names.
 _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")

@@ -194,6 +194,7 @@ def test_a_file_line_pointer_written_in_prose_leads_the_files_a_traceback_names(
     fenced = f"Cart totals are wrong\n```\nsrc/shop/pricing.py:{pricing.start_line}: warning: unused\n```\n"
     assert extract(fenced, []).links == [] and extract(trace, []).links == []
     assert extract("served on http://127.0.0.1:8008 and host.py:x", []).links == []
+    assert extract("It breaks in src/cart.py:12.", []).links == [("src/cart.py", 12, 12)]  # a sentence's full stop
 
 
 REPORT_PROSE = ("I print the monthly report of my orders as a table, customer by customer, with the total of "
