@@ -18,14 +18,9 @@ import re
 import sys
 from pathlib import Path
 
+from mcp_retrieval.bench import read_rows
+
 _DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/", re.M)
-
-
-def read_rows(path: Path) -> list[dict]:
-    text = path.read_text(encoding="utf-8")
-    if text.lstrip().startswith("["):
-        return json.loads(text)
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def held_out(rows: list[dict], excluded: set[str], repos: set[str] | None = None) -> list[dict]:

@@ -13,13 +13,13 @@ stage from `debug.stages` — the numbers behind #18's "packet p50 under 50 ms o
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
 from collections import defaultdict
 from pathlib import Path
 
+from mcp_retrieval.bench import read_rows
 from mcp_retrieval.bench.checkout import open_instance
 
 
@@ -38,8 +38,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-dense", action="store_true")
     args = ap.parse_args(argv)
     name, _, git_dir = args.repo.partition("=")
-    rows = sorted((json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()),
-                  key=lambda r: r["instance_id"])
+    rows = sorted(read_rows(args.instances), key=lambda r: r["instance_id"])
     rows = [r for r in rows if r["repo"] == name]
     if not rows:
         ap.error(f"no instances of {name} in {args.instances}")

@@ -13,11 +13,11 @@ figure is the retrieval path, not embedding.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
 
+from mcp_retrieval.bench import read_rows
 from mcp_retrieval.roots import resolve_workspace
 from mcp_retrieval.workspace import open_workspace
 
@@ -46,8 +46,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--work", default="/tmp/mcp-retrieval-roots")
     args = ap.parse_args(argv)
-    questions = [json.loads(line) for line in Path(args.questions).read_text().splitlines() if line.strip()] \
-        if args.questions else DEFAULT_QUESTIONS
+    questions = read_rows(args.questions) if args.questions else DEFAULT_QUESTIONS
     spec = resolve_workspace(args.root)
     import os
 

@@ -27,6 +27,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from mcp_retrieval.bench import read_rows
 from mcp_retrieval.bench.checkout import open_instance
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
@@ -132,7 +133,7 @@ def main(argv: list[str]) -> int:
     modes = [m for m in args.modes.split(",") if m]
     if unknown := set(modes) - set(ALL_MODES) - set(EXTRA_MODES):
         ap.error(f"unknown modes {sorted(unknown)}; choose from {', '.join(ALL_MODES + EXTRA_MODES)}")
-    rows = [json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()]
+    rows = read_rows(args.instances)
     if args.only:
         rows = [r for r in rows if r["repo"] in args.only.split(",")]
     rows = [r for r in rows if r["repo"] in repos]

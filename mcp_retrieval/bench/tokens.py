@@ -25,6 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
+from mcp_retrieval.bench import read_rows
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval import assemble
 from mcp_retrieval.bench.checkout import open_instance
@@ -196,8 +197,7 @@ def main(argv: list[str]) -> int:
         ap.error(f"unknown variants {sorted(unknown)}")
     repos = dict(r.split("=", 1) for r in args.repo)
     budgets = [int(b) for b in args.budgets.split(",")]
-    rows = sorted((json.loads(line) for line in Path(args.instances).read_text().splitlines() if line.strip()),
-                  key=lambda r: (r["repo"], r["instance_id"]))
+    rows = sorted(read_rows(args.instances), key=lambda r: (r["repo"], r["instance_id"]))
     rows = [r for r in rows if r["repo"] in repos]
     if args.per_repo:
         seen: dict[str, int] = defaultdict(int)
