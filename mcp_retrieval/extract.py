@@ -57,6 +57,9 @@ _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 # Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
 _RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
+# `from pkg.mod import A, B as C` in quoted Python: the names come from that module (`pkg.mod.A`)
+READ_FROM_IMPORTS = True
+_FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+import[ \t]+\(?([\w \t,]{1,500}+)", re.M)
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
@@ -66,6 +69,10 @@ _ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200
 # `panic: ...` (Go) at a line's start, and Rust's `panicked at 'message'`.
 _OTHER_MESSAGE = re.compile(r"^\s*(?:error|fatal|warning|panic)(?:\[[\w-]+\])?:\s*([^\n]{8,300})$", re.M | re.I)
 _PANICKED = re.compile(r"panicked at ['\"]([^'\"\n]{8,300})['\"]")
+# A logged message anywhere in a line — inside quotes or backticks, or after the `path:line:` a
+# documentation builder, compiler or linter prints first ("/doc/index.rst:5: WARNING: duplicate
+# label"): up to the line's end or a closing quote. `ValueError:` is the exception pattern's.
+_LOGGED_MESSAGE = re.compile(r"(?<![\w.])(?i:warning|error|critical|fatal)(?:\[[\w-]+\])?:[ \t]+([^\n\"'`]{8,300})")
 # An exception's message: `ValueError: ...`, `pkg.FooWarning ...`, or a bare `Error: ...` (not prose
 # that starts with the word "Error").
 _EXCEPTION_MESSAGE = re.compile(r"^\s*(?:\w+\.)*(?:\w+(?:Error|Exception|Warning)\b:?|(?:Error|Exception|Warning):)"
@@ -163,6 +170,16 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
             continue
         if name not in anchors.dotted:
             anchors.dotted.append(name)
+    imported_from: Counter[str] = Counter()  # a module -> how often it is named as an import's source
+    for m in _FROM_IMPORT.finditer(query) if READ_FROM_IMPORTS else ():
+        imported_from[m.group(1)] += 1
+        for name in m.group(2).split(","):
+            name = name.split()[0] if name.split() else ""
+            if name.isidentifier() and f"{m.group(1)}.{name}" not in anchors.dotted:
+                anchors.dotted.append(f"{m.group(1)}.{name}")
+    # a module named only as where imported names come from is not itself what the question is about
+    anchors.dotted = [d for d in anchors.dotted
+                      if not imported_from[d] or len(re.findall(rf"(?<![\w.]){re.escape(d)}(?![\w])", query)) > imported_from[d]]
     code_spans = [m.group(1) for m in _BACKTICK.finditer(query)]
     for span in code_spans:
         for ident in _IDENT.findall(span):
@@ -191,7 +208,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         if text and not text.isspace():
             anchors.quoted.append(text)
     anchors.errors = [m.group(1).strip() for m in _ERROR.finditer(query)][:5]
-    quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED)
+    quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED, _LOGGED_MESSAGE)
                        for m in pattern.finditer(query)]
     anchors.messages = message_fragments(quoted_messages)
     return anchors
@@ -209,3 +226,17 @@ def message_fragments(messages: list[str], limit: int = 8) -> list[str]:
             if len(part) >= MESSAGE_FRAGMENT_CHARS and len(part.split()) >= 2:
                 parts.append(part)
     return sorted(dict.fromkeys(parts), key=lambda p: (-len(p), p))[:limit]
+
+
+def fragment_variants(fragment: str) -> list[str]:
+    """A message fragment, then the same without its last word, then without its first: a value
+    the program filled in without quotes ("no number is assigned for table" from `'no number is
+    assigned for %s'`) sits at a clause's end or start. A shortened fragment keeps at least
+    three words and MESSAGE_FRAGMENT_CHARS characters, or it is not tried."""
+    words = fragment.split()
+    out = [fragment]
+    for part in (words[:-1], words[1:]):
+        text = " ".join(part)
+        if len(part) >= 3 and len(text) >= MESSAGE_FRAGMENT_CHARS:
+            out.append(text)
+    return out

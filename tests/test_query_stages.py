@@ -266,3 +266,52 @@ def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
     items = engine.packet(question, debug=True).items
     assert any(i.path == "server/refund.go" for i in items)
     assert all("code" not in i.tiers for i in items if not i.path.endswith(".py"))
+
+
+def test_a_logged_message_in_quotes_or_after_a_location_is_read_as_a_message():
+    a = extract('Builds print "WARNING: no number is assigned for table" now\n'
+                "/doc/index.rst:5: WARNING: duplicate label intro, other instance in usage\n"
+                "I get an error: nothing at all", [])
+    assert "no number is assigned for table" in a.messages
+    assert "duplicate label intro" in a.messages and "other instance in usage" in a.messages
+    assert not any("DeprecationWarning" in m for m in extract("DeprecationWarning: the old api is gone", []).messages)
+
+
+def test_a_from_import_names_the_module_of_each_imported_name_not_the_package():
+    a = extract("Totals are wrong\n```\n>>> from shop import Cart, price_of as p\n>>> Cart().total()\n```", [])
+    assert {"shop.Cart", "shop.price_of"} <= set(a.dotted) and "shop" not in a.dotted
+    b = extract("In shop.pricing the rounding is off:\n```\nfrom shop.pricing import round_price\n```", [])
+    assert "shop.pricing" in b.dotted  # named in prose too: still an anchor of its own
+
+
+def test_a_package_and_a_name_point_at_the_module_defining_the_name(engine):
+    """`shop.Cart` is `src/shop/cart.py`, which `src/shop/__init__.py` re-exports; a name nothing in
+    the package defines, or the package alone, still points at the package."""
+    r = engine.retriever
+    assert r.module_files("shop.Cart") == ["src/shop/cart.py"]
+    assert r.module_files("shop") == ["src/shop/__init__.py"]
+    assert r.module_files("shop.no_such_name") == ["src/shop/__init__.py"]
+    hits, files = r.path_hits(extract("from shop import Cart\nCart().total() is wrong", []), "total")
+    assert files == ["src/shop/cart.py"]
+
+
+def test_a_message_with_a_value_filled_in_at_its_end_finds_its_log_site(engine):
+    (engine.config.root / "src" / "shop" / "numbering.py").write_text(
+        "import logging\nlogger = logging.getLogger(__name__)\n\n\n"
+        "def number_of(kind, label):\n    logger.warning('no number is assigned for %s: %s', kind, label)\n")
+    engine.reindex()
+    hits = engine.retriever.message_hits(extract('Since 3.3 we see "WARNING: no number is assigned for table:"', []))
+    assert [engine.store.chunks_by_id([cid])[cid].path for cid, _ in hits] == ["src/shop/numbering.py"]
+
+
+def test_a_pasted_environment_listing_is_not_part_of_the_question():
+    from mcp_retrieval.question_parts import without_listings
+
+    listing = "\r\n".join(f"package{i}      1.{i}.0      /opt/site" for i in range(300))
+    question = f"xfail added in a test is ignored\r\n```\r\n$ pip list\r\n{listing}\r\n```\r\nmark = pytest.mark.xfail()"
+    kept = without_listings(question)
+    assert "package7" not in kept and "mark = pytest.mark.xfail()" in kept and "pip list" in kept
+    two = "Versions:\nnumpy 1.2.3\npandas 2.0.1\nThe sum is wrong"
+    assert without_listings(two) == two  # two version lines are no listing
+    versions = "xarray: 0.15.1\npandas: 1.0.3\nnumpy: 1.17.3\nto_unstacked_dataset fails"
+    assert without_listings(versions).strip() == "to_unstacked_dataset fails"  # show_versions() output
