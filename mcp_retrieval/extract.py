@@ -59,7 +59,11 @@ _RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
 # `from pkg.mod import A, B as C` in quoted Python: the names come from that module (`pkg.mod.A`)
 READ_FROM_IMPORTS = True
+READ_OPTIONS = True
 _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+import[ \t]+\(?([\w \t,]{1,500}+)", re.M)
+# A long command-line option, `--collect-only`: the code that declares it holds it as a string
+_OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]{1,40}(?:-[a-z0-9]{1,40}){0,5})(?![\w-])")
+MIN_OPTION_CHARS = 5  # `--all`, `--opt` are in every tool
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
@@ -102,13 +106,14 @@ class Anchors:
     quoted: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # literal parts of quoted messages, longest first
+    options: list[str] = field(default_factory=list)  # command-line options it names (`--collect-only`)
     active_files: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"paths": self.paths[:10], "frames": [list(f) for f in self.frames[:10]], "dotted": self.dotted[:10],
                 "identifiers": [k for k, _ in self.identifiers.most_common(15)], "quoted": self.quoted[:5],
                 "errors": self.errors[:3], "messages": self.messages[:5], "active_files": self.active_files[:10],
-                "links": [list(s) for s in self.links[:10]]}
+                "links": [list(s) for s in self.links[:10]], "options": self.options[:5]}
 
 
 def _code_like(name: str) -> bool:
@@ -211,6 +216,9 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED, _LOGGED_MESSAGE)
                        for m in pattern.finditer(query)]
     anchors.messages = message_fragments(quoted_messages)
+    if READ_OPTIONS:
+        anchors.options = list(dict.fromkeys(f"--{m.group(1)}" for m in _OPTION.finditer(query)
+                                             if len(m.group(1)) >= MIN_OPTION_CHARS))[:5]
     return anchors
 
 

@@ -12,7 +12,7 @@ from mcp_retrieval import fusion, graph_fusion
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
-from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, without_listings
+from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, with_joined_pairs, without_listings
 from mcp_retrieval.rerank import RerankSignals, signals_for
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.stages import StageLog
@@ -21,6 +21,7 @@ from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 DROP_LISTINGS = True  # a pasted `pip list` is not part of the question (question_parts.without_listings)
+JOIN_TITLE_PAIRS = True  # the title tier also searches `man page` as `manpage` (question_parts.with_joined_pairs)
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -65,7 +66,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         # outvote in BM25: searched alone as its own tier, off at weight 0 (BENCHMARKS 15d)
         title = question_title(query) if config.tier_weights.get("title") else None
         if title:
-            ranked["title"] = retriever.lexical_hits(title, pool)
+            ranked["title"] = retriever.lexical_hits(with_joined_pairs(title) if JOIN_TITLE_PAIRS else title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
         # the source it quotes (the calls a reporter ran) as a third, at the title's weight, and
         # in Python code only: elsewhere it cost `context` first files (BENCHMARKS 17b)
@@ -87,7 +88,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         symbol_hits = retriever.symbol_hits(anchors)  # first: a named file's named definitions lead its path hits
         ranked["path"], anchored_files = retriever.path_hits(anchors, query, dict(symbol_hits))
         ranked["symbol"] = symbol_hits
-        if anchors.messages and config.tier_weights.get("message"):
+        if (anchors.messages or anchors.options) and config.tier_weights.get("message"):
             ranked["message"] = retriever.message_hits(anchors)
         st["detail"] = (f"{len(anchored_files)} files, {len(ranked['symbol'])} symbol chunks, "
                         f"{len(ranked.get('message', []))} chunks holding a quoted message")

@@ -21,6 +21,17 @@ def question_title(query: str) -> str | None:
     return lines[0]
 
 
+_WORD = re.compile(r"[A-Za-z]{2,}")
+
+
+def with_joined_pairs(title: str) -> str:
+    """A title and each pair of adjacent words written as one (`man page` -> `manpage`, `JUnit
+    XML` -> `junitxml`): code and file names join what prose writes apart. A pair no file holds
+    adds nothing to a BM25 query."""
+    words = [w.lower() for w in _WORD.findall(title)]
+    return " ".join([title, *(a + b for a, b in zip(words, words[1:]))])
+
+
 _FENCE = re.compile(r"^[ \t]*+(`{3,}+|~{3,}+)[^\n]*+\n(.*?)^[ \t]*\1", re.S | re.M)
 _INLINE = re.compile(r"(?<!`)`([^`\n]{1,200})`(?!`)")
 _PROMPT = re.compile(r"^[ \t]*(?:>>>|\.\.\.|In \[\d+\]:)[ \t]?(.*)$", re.M)

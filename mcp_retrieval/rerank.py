@@ -120,7 +120,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
         factor *= w.symbol_factor
         why.append("defines a name in the question")
     if "message" in c.raw:
-        why.append("holds a message the question quotes, verbatim")
+        why.append("holds a message the question quotes, verbatim (or declares an option it names)")
     if c.chunk.path in s.turn_files or (c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names):
         factor *= w.turn_factor
         why.append("named in the recent conversation")

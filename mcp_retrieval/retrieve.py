@@ -234,14 +234,21 @@ class Retriever:
                 continue
             for c in holding:
                 scored[c.id] = max(scored.get(c.id, 0.0), float(len(variant)))
+        for option in anchors.options:  # where a command-line option is declared: `"--collect-only"`
+            holding = self._holding(option, quoted=True)
+            if holding and len({c.path for c in holding}) <= MAX_MESSAGE_FILES:
+                for c in holding:
+                    scored[c.id] = max(scored.get(c.id, 0.0), float(len(option)))
         return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def _holding(self, fragment: str) -> list[StoredChunk]:
-        """Code chunks (not tests, not prose) holding `fragment` verbatim."""
+    def _holding(self, fragment: str, quoted: bool = False) -> list[StoredChunk]:
+        """Code chunks (not tests, not prose) holding `fragment` verbatim (`quoted`: as a string
+        literal of its own, `"--x"` or `'--x'`)."""
         hits = self.lexical.search_all_terms(fragment, MESSAGE_SCAN)
         stored = self.store.chunks_by_id([cid for cid, _ in hits])
+        forms = (f'"{fragment}"', f"'{fragment}'") if quoted else (fragment,)
         return [c for c in (stored.get(cid) for cid, _ in hits)
-                if c is not None and fragment in c.text and c.language not in PROSE_LANGUAGES
+                if c is not None and any(f in c.text for f in forms) and c.language not in PROSE_LANGUAGES
                 and not is_test_chunk(c.path, c.symbol, c.language)]
 
     def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:

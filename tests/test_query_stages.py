@@ -315,3 +315,27 @@ def test_a_pasted_environment_listing_is_not_part_of_the_question():
     assert without_listings(two) == two  # two version lines are no listing
     versions = "xarray: 0.15.1\npandas: 1.0.3\nnumpy: 1.17.3\nto_unstacked_dataset fails"
     assert without_listings(versions).strip() == "to_unstacked_dataset fails"  # show_versions() output
+
+
+def test_a_command_line_option_the_question_names_finds_where_it_is_declared(engine):
+    root = engine.config.root
+    (root / "src" / "shop" / "cli.py").write_text(
+        "def add_options(parser):\n    parser.add_argument('--dry-run', action='store_true')\n"
+        "    parser.add_argument('--all', action='store_true')\n")
+    (root / "src" / "shop" / "runner.py").write_text("def run(args):\n    return 'dry run' if args.dry_run else 'run'\n")
+    engine.reindex()
+    anchors = extract("Please add a short form for `--dry-run`; also --all is slow", [])
+    assert anchors.options == ["--dry-run"]  # `--all` is in every tool
+    hits = engine.retriever.message_hits(anchors)
+    assert [engine.store.chunks_by_id([cid])[cid].path for cid, _ in hits] == ["src/shop/cli.py"]
+
+
+def test_the_title_is_also_searched_with_adjacent_words_joined(engine):
+    from mcp_retrieval.question_parts import with_joined_pairs
+
+    assert with_joined_pairs("Generate man page sections") == "Generate man page sections generateman manpage pagesections"
+    (engine.config.root / "src" / "shop" / "manpage.py").write_text("def render(doc):\n    return doc.upper()\n")
+    engine.reindex()
+    question = "Generate man page sections\nEach section should get its own directory."
+    top = engine.packet(question, debug=True).items[0]
+    assert top.path == "src/shop/manpage.py" and "title" in top.tiers
