@@ -234,15 +234,6 @@ class Store:
                 "  WHERE kind='file' AND (qualname=? OR qualname LIKE ?)"
                 ") ORDER BY r LIMIT ?", (last, qualified, suffix, qualified, suffix, limit)).fetchall()
 
-    def top_level_definers(self, name: str, folder: str) -> list[str]:
-        """Paths under `folder` ('' for all) that define `name` at their top level (a class or
-        function whose qualified name is the name itself)."""
-        like = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "/%" if folder else "%"
-        with self._lock:
-            return [r[0] for r in self._db.execute(
-                "SELECT DISTINCT path FROM symbols WHERE name=? AND qualname=? AND kind!='file' "
-                "AND path LIKE ? ESCAPE '\\' ORDER BY path", (name, name, like)).fetchall()]
-
     def all_paths(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT path FROM files ORDER BY path")]

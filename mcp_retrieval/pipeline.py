@@ -12,7 +12,7 @@ from mcp_retrieval import fusion, graph_fusion
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
-from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, with_joined_pairs, without_listings
+from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, with_joined_pairs
 from mcp_retrieval.rerank import RerankSignals, signals_for
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.stages import StageLog
@@ -20,7 +20,6 @@ from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
-DROP_LISTINGS = True  # a pasted `pip list` is not part of the question (question_parts.without_listings)
 JOIN_TITLE_PAIRS = True  # the title tier also searches `man page` as `manpage` (question_parts.with_joined_pairs)
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
@@ -47,8 +46,6 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
          stages: StageLog | None = None, graph: bool | None = None, history=None,
          recent_turns: Sequence[str] = (), pool_size: int | None = None) -> Ranked:
     stages = stages or StageLog()
-    if DROP_LISTINGS:
-        query = without_listings(query)
     with stages.run("classify") as st:
         qclass = classify(query)
         st["detail"] = qclass.name

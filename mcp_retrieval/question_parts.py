@@ -44,22 +44,6 @@ MIN_CODE_CHARS = 12
 _TRACE_FRAME = re.compile(r'^\s*File "[^"\n]{1,512}", line \d+')
 
 
-# A line of an environment listing: `pip list`, `conda list`, `show_versions()` — a name, a version,
-# and up to two more columns (a location, a build, a channel).
-_LISTING_LINE = re.compile(r"^[ \t]*[\w.\-\[\]]{1,100}[ \t:=]+v?\d+(?:\.\d+)+[\w.+\-]*(?:[ \t]+\S+){0,2}[ \t]*$", re.M)
-MIN_LISTING_LINES = 3
-
-
-def without_listings(query: str) -> str:
-    """The question without the lines of an environment listing it pastes (three or more `name
-    version` lines). Hundreds of package names are noise to every tier, and they crowd the
-    question's own words out of the lexical query's 256 terms."""
-    lines = query.replace("\r\n", "\n")  # a report pasted from GitHub: `$` does not match before `\r`
-    if len(_LISTING_LINE.findall(lines)) < MIN_LISTING_LINES:
-        return query
-    return _LISTING_LINE.sub("", lines)
-
-
 def prose(query: str) -> str:
     """The question without its fenced blocks (a blank line where each was)."""
     return _FENCE.sub("\n", query)

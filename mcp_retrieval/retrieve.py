@@ -13,7 +13,7 @@ from typing import get_args
 import numpy as np
 
 from mcp_retrieval.indexers.embed import Embedder
-from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk, is_test_path
+from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.symbols import module_suffixes
@@ -34,8 +34,6 @@ ONE_WORD_MODULES_ONLY_PYTHON = True
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
 STRICT_PATH_MATCH = True
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
-FOLLOW_REEXPORTS = True  # `pkg.Name` points at the module defining Name, not at `pkg/__init__.py`
-REEXPORT_FILES = 2
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -99,11 +97,6 @@ class PathResolver:
         return []
 
     def resolve_module(self, dotted: str) -> list[str]:
-        return self.module_and_rest(dotted)[0]
-
-    def module_and_rest(self, dotted: str) -> tuple[list[str], list[str]]:
-        """The files of the longest leading part of `dotted` that names a module, and the parts
-        after it (`xarray.Dataset`: `xarray/__init__.py`, and `Dataset`)."""
         parts = dotted.split(".")
         for size in range(len(parts), 0, -1):
             hits = self._by_module.get(".".join(parts[:size]), [])
@@ -112,8 +105,8 @@ class PathResolver:
             if size == 1 and ONE_WORD_MODULES_ONLY_PYTHON:
                 hits = [h for h in hits if h.endswith((".py", ".pyi"))]
             if hits:
-                return hits[:2], parts[size:]
-        return [], []
+                return hits[:2]
+        return []
 
 
 class Retriever:
@@ -169,7 +162,7 @@ class Retriever:
         for written in [*anchors.active_files, *anchors.paths]:
             files.extend(resolver.resolve_path(written))
         for dotted in anchors.dotted:
-            files.extend(self.module_files(dotted))
+            files.extend(resolver.resolve_module(dotted))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
         hits: list[tuple[str, float]] = []
@@ -190,18 +183,6 @@ class Retriever:
                 ids = [chunks[0].id]
             hits.extend((cid, 1.0 / (1 + rank)) for cid in ids)
         return hits, files
-
-    def module_files(self, dotted: str) -> list[str]:
-        """The files a dotted name points at. A package followed by a name (`xarray.Dataset`,
-        `sympy.Symbol`) points at the module inside the package that defines the name at its top
-        level — what the package's `__init__.py` re-exports —, not at the `__init__.py`, which
-        holds only the import (when at most REEXPORT_FILES code files define it; else the package)."""
-        hits, rest = self.resolver().module_and_rest(dotted)
-        if not (FOLLOW_REEXPORTS and rest and hits and all(h.rsplit("/", 1)[-1] == "__init__.py" for h in hits)):
-            return hits
-        folder = hits[0].rpartition("/")[0]
-        defining = [p for p in self.store.top_level_definers(rest[0], folder) if not is_test_path(p)]
-        return defining if 0 < len(defining) <= REEXPORT_FILES else hits
 
     def history_hits(self, history, query: str, limit: int = 12) -> tuple[list[tuple[str, float]], dict[str, str]]:
         """The best chunk of each file past commits like this question touched, and each such

@@ -284,17 +284,6 @@ def test_a_from_import_names_the_module_of_each_imported_name_not_the_package():
     assert "shop.pricing" in b.dotted  # named in prose too: still an anchor of its own
 
 
-def test_a_package_and_a_name_point_at_the_module_defining_the_name(engine):
-    """`shop.Cart` is `src/shop/cart.py`, which `src/shop/__init__.py` re-exports; a name nothing in
-    the package defines, or the package alone, still points at the package."""
-    r = engine.retriever
-    assert r.module_files("shop.Cart") == ["src/shop/cart.py"]
-    assert r.module_files("shop") == ["src/shop/__init__.py"]
-    assert r.module_files("shop.no_such_name") == ["src/shop/__init__.py"]
-    hits, files = r.path_hits(extract("from shop import Cart\nCart().total() is wrong", []), "total")
-    assert files == ["src/shop/cart.py"]
-
-
 def test_a_message_with_a_value_filled_in_at_its_end_finds_its_log_site(engine):
     (engine.config.root / "src" / "shop" / "numbering.py").write_text(
         "import logging\nlogger = logging.getLogger(__name__)\n\n\n"
@@ -302,19 +291,6 @@ def test_a_message_with_a_value_filled_in_at_its_end_finds_its_log_site(engine):
     engine.reindex()
     hits = engine.retriever.message_hits(extract('Since 3.3 we see "WARNING: no number is assigned for table:"', []))
     assert [engine.store.chunks_by_id([cid])[cid].path for cid, _ in hits] == ["src/shop/numbering.py"]
-
-
-def test_a_pasted_environment_listing_is_not_part_of_the_question():
-    from mcp_retrieval.question_parts import without_listings
-
-    listing = "\r\n".join(f"package{i}      1.{i}.0      /opt/site" for i in range(300))
-    question = f"xfail added in a test is ignored\r\n```\r\n$ pip list\r\n{listing}\r\n```\r\nmark = pytest.mark.xfail()"
-    kept = without_listings(question)
-    assert "package7" not in kept and "mark = pytest.mark.xfail()" in kept and "pip list" in kept
-    two = "Versions:\nnumpy 1.2.3\npandas 2.0.1\nThe sum is wrong"
-    assert without_listings(two) == two  # two version lines are no listing
-    versions = "xarray: 0.15.1\npandas: 1.0.3\nnumpy: 1.17.3\nto_unstacked_dataset fails"
-    assert without_listings(versions).strip() == "to_unstacked_dataset fails"  # show_versions() output
 
 
 def test_a_command_line_option_the_question_names_finds_where_it_is_declared(engine):
