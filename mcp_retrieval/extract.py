@@ -57,9 +57,9 @@ _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 # Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
 _RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
+READ_FROM_IMPORTS = True  # `from pkg.mod import A` read as `pkg.mod.A` (docs/BENCHMARKS.md 19b)
+READ_OPTIONS = True  # `--collect-only` read as an option, found where it is declared (19b)
 # `from pkg.mod import A, B as C` in quoted Python: the names come from that module (`pkg.mod.A`)
-READ_FROM_IMPORTS = True
-READ_OPTIONS = True
 _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+import[ \t]+\(?([\w \t,]{1,500}+)", re.M)
 # A long command-line option, `--collect-only`: the code that declares it holds it as a string
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]{1,40}(?:-[a-z0-9]{1,40}){0,5})(?![\w-])")
