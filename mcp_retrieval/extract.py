@@ -179,7 +179,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for m in _FROM_IMPORT.finditer(query) if READ_FROM_IMPORTS else ():
         imported_from[m.group(1)] += 1
         for name in m.group(2).split(","):
-            name = name.split()[0] if name.split() else ""
+            name = (name.split() or [""])[0]  # `B as C` imports B
             if name.isidentifier() and f"{m.group(1)}.{name}" not in anchors.dotted:
                 anchors.dotted.append(f"{m.group(1)}.{name}")
     # a module named only as where imported names come from is not itself what the question is about

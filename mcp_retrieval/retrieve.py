@@ -204,22 +204,20 @@ class Retriever:
         or log site (shortened by a word when a value filled in without quotes ends or starts the
         fragment: `fragment_variants`). Found among the chunks that hold all of its words; a fragment
         held by more than MAX_MESSAGE_FILES files points nowhere and is dropped. Longer fragments
-        first (a longer verbatim match is the rarer one)."""
-        scored: dict[str, float] = {}
+        first (a longer verbatim match is the rarer one). A long command-line option the question
+        names (`--collect-only`) counts the same way where the code declares it as a string."""
+        found: list[tuple[str, list[StoredChunk]]] = []  # (the literal matched, the chunks holding it)
         for fragment in anchors.messages:
             for variant in fragment_variants(fragment):  # the whole fragment, else without an end word
-                holding = self._holding(variant)
-                if holding:
+                if holding := self._holding(variant):
+                    found.append((variant, holding))
                     break
-            if not holding or len({c.path for c in holding}) > MAX_MESSAGE_FILES:
-                continue
-            for c in holding:
-                scored[c.id] = max(scored.get(c.id, 0.0), float(len(variant)))
-        for option in anchors.options:  # where a command-line option is declared: `"--collect-only"`
-            holding = self._holding(option, quoted=True)
+        found += [(option, self._holding(option, quoted=True)) for option in anchors.options]
+        scored: dict[str, float] = {}
+        for literal, holding in found:
             if holding and len({c.path for c in holding}) <= MAX_MESSAGE_FILES:
                 for c in holding:
-                    scored[c.id] = max(scored.get(c.id, 0.0), float(len(option)))
+                    scored[c.id] = max(scored.get(c.id, 0.0), float(len(literal)))
         return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
 
     def _holding(self, fragment: str, quoted: bool = False) -> list[StoredChunk]:
