@@ -58,7 +58,8 @@ class Engine:
         self.embedder = self._load_embedder() if embedder == "auto" else embedder
         self.indexer = Indexer(config.root, config.index_dir, self.cache, self.embedder)
         self.store = self.indexer.store
-        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder)
+        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder,
+                                   root_name=config.root.name)
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = History(config.index_dir / "history.db", config.root, git_dir=config.history_git_dir,
                                rev=config.history_rev) if config.history else None

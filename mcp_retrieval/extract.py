@@ -9,7 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.symbols import dotted_name
-from mcp_retrieval.question_parts import prose
+from mcp_retrieval.question_parts import fenced_blocks, prose
 
 # Every open-ended run in a path below is bounded ({1,512}, possessive where nothing needs to
 # backtrack into it): unbounded, they were quadratic on a pasted line without spaces — about a
@@ -107,6 +107,8 @@ class Anchors:
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # literal parts of quoted messages, longest first
     options: list[str] = field(default_factory=list)  # command-line options it names (`--collect-only`)
+    # Capitalized words written only in running text ("Sphinx 3.2 complains"), never as code
+    prose_names: set[str] = field(default_factory=set)
     active_files: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -122,6 +124,19 @@ def _code_like(name: str) -> bool:
         return False
     return "_" in name or any(c.isupper() for c in name[1:]) or (name[0].isupper() and name[1:].islower() and
                                                                   len(name) > 3)
+
+
+def _prose_only_names(query: str, code_spans: list[str]) -> set[str]:
+    """Capitalized words (`Sphinx`, `Matrix`) the question writes only in running text: not in a
+    fenced block or a backtick span, never called or followed by an attribute."""
+    code = "\n".join([*code_spans, *fenced_blocks(query)])
+    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", prose(query)))
+            if _prose_cased(name) and not re.search(rf"\b{name}\b", code) and not re.search(rf"\b{name}(?:\s*\(|\.\w)", query)}
+
+
+def _prose_cased(name: str) -> bool:
+    """A Capitalized word of four letters or more: code-like only by its first letter."""
+    return len(name) > 3 and name[0].isupper() and name[1:].islower()
 
 
 def extract(query: str, active_files: list[str] | None = None) -> Anchors:
@@ -196,6 +211,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
+    anchors.prose_names = _prose_only_names(query, code_spans)
     scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [m.group(0) for m in _RUBY_METHOD.finditer(query)]
     for written in scoped:  # `Type::method` and `Type#method` read like `Type.method` to the symbol index
         dotted = dotted_name(written)

@@ -49,13 +49,18 @@ def prose(query: str) -> str:
     return _FENCE.sub("\n", query)
 
 
+def fenced_blocks(query: str) -> list[str]:
+    """The text inside each fenced block of the question."""
+    return [m.group(2) for m in _FENCE.finditer(query)]
+
+
 def question_code(query: str) -> str | None:
     """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
     prompts outside them that call, assign, define or import (not output, logs, shell or
     configuration; not a traceback's echo of its frames), and its inline `spans` that are code —
     the API the reporter actually called, which the question's prose outnumbers in BM25. None
     when it quotes (almost) no source."""
-    parts = [m.group(2) for m in _FENCE.finditer(query)]
+    parts = fenced_blocks(query)
     rest = prose(query)
     parts += _PROMPT.findall(rest)
     lines = [ln for p in parts for ln in _own_lines(_PROMPT.sub(r"\1", p)) if _CODE_LINE.search(ln)]

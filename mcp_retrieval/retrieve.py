@@ -30,6 +30,9 @@ NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat
 # Outside Python a lone word before a dot (`gin.Default`, `router.get`, `ctx.Header`) is a package,
 # namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
 ONE_WORD_MODULES_ONLY_PYTHON = True
+# "Sphinx 3.2 complains": the project's own name in running text is not its class `Sphinx`
+# (docs/BENCHMARKS.md 20b)
+PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL = True
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
 STRICT_PATH_MATCH = True
@@ -63,6 +66,13 @@ def _js_variants(parts: list[str]) -> list[list[str]]:
     out += [[*parts[:-1], stem + e] for e in JS_SOURCE_EXTENSIONS if e != "." + ext]
     out += [[*parts[:-1], stem, "index" + e] for e in JS_SOURCE_EXTENSIONS]
     return out
+
+
+def project_name(root_name: str) -> str:
+    """What a project calls itself, lowercased: its folder's name, or the part after `__` in a
+    folder named `owner__name` (as mirrors and benchmarks lay them out). Its main code folder was
+    tried too and named `binding`, `locale`, `internal` in a third of the multilingual projects."""
+    return root_name.rsplit("__", 1)[-1].lower()
 
 
 class PathResolver:
@@ -110,11 +120,13 @@ class PathResolver:
 
 
 class Retriever:
-    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None):
+    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None,
+                 root_name: str = ""):
         self.store = store
         self.lexical = lexical
         self.vectors = vectors
         self.embedder = embedder
+        self.project = project_name(root_name)
         self._resolver: PathResolver | None = None
         self._resolver_key: str | None = None
 
@@ -241,7 +253,9 @@ class Retriever:
                     qual = ".".join(parts[-size:])
                     for path, line in self.store.definitions_ending(qual):
                         credits.append((path, line, 3.0))
-        mentions = dict(anchors.identifiers.most_common(40))
+        own = self.project if PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL else None
+        mentions = {name: count for name, count in anchors.identifiers.most_common(40)
+                    if not (name in anchors.prose_names and name.lower() == own)}
         if mentions:
             marks = ",".join("?" * len(mentions))
             counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "

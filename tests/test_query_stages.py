@@ -315,3 +315,26 @@ def test_the_title_is_also_searched_with_adjacent_words_joined(engine):
     question = "Generate man page sections\nEach section should get its own directory."
     top = engine.packet(question, debug=True).items[0]
     assert top.path == "src/shop/manpage.py" and "title" in top.tiers
+
+
+def test_the_projects_own_name_in_running_text_is_not_its_class(tmp_path):
+    from mcp_retrieval import Config, Engine
+    from mcp_retrieval.indexers.embed import HashEmbedder
+
+    root = tmp_path / "shop"  # the project's folder carries its name, as a clone does
+    (root / "shop").mkdir(parents=True)
+    (root / "shop" / "application.py").write_text("class Shop:\n    def __init__(self, config):\n        self.config = config\n")
+    (root / "shop" / "pricing.py").write_text("class PriceRounder:\n    def round_price(self, value):\n        return round(value, 2)\n")
+    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False), embedder=HashEmbedder())
+    try:
+        eng.reindex()
+
+        def symbol_files(question):
+            hits = eng.retriever.symbol_hits(extract(question, []))
+            return {eng.store.chunks_by_id([cid])[cid].path for cid, _ in hits}
+
+        prose = "Shop 2.1 rounds prices wrong\nSince Shop 2.1 the PriceRounder gives 0.3 for 0.25. Shop docs say 0.2."
+        assert symbol_files(prose) == {"shop/pricing.py"}
+        assert "shop/application.py" in symbol_files(prose + "\n```\nshop = Shop(config)\n```")  # written as code
+    finally:
+        eng.close()

@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
             whole.append(sum(c.tokens for c in fresh))
             shown += any(changed.strip() in (c.text or "") for c in again)
         print(f"definitions changed and asked again: {used}")
-        print(f"| re-delivery | tokens (median) | tokens (total) |\n|---|---|---|")
+        print("| re-delivery | tokens (median) | tokens (total) |\n|---|---|---|")
         print(f"| whole (a new session) | {statistics.median(whole):.0f} | {sum(whole)} |")
         print(f"| as the session gets it (diff when cheaper) | {statistics.median(as_diff):.0f} | {sum(as_diff)} |")
         print(f"changed line visible in the re-delivery: {shown}/{used}")
