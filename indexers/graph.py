@@ -138,6 +138,8 @@ class CodeGraph:
         hits = self.by_qual.get(ref) or self.by_name.get(ref)
         if not hits and "." in ref:  # `Cart.total` for `Shop.Cart.total` (a Ruby module, a C++ namespace)
             hits = [i for qual, ids in self.by_qual.items() if qual.endswith("." + ref) for i in ids]
+        if not hits and "." in ref:  # `NDDataRef.multiply`, defined by a base class it inherits
+            hits = self.inherited(ref)
         if not hits and "." in ref:  # `module.Class.method` or `pkg.mod`
             parts = ref.split(".")
             for size in range(len(parts) - 1, 0, -1):
@@ -147,6 +149,23 @@ class CodeGraph:
             if not hits:
                 hits = [i for i, n in enumerate(self.nodes) if n.kind == "file" and module_name(n.path) == ref]
         return (hits or [])[:20]
+
+    def inherited(self, ref: str, max_depth: int = 6) -> list[int]:
+        """`Class.member` not defined in that class: the member as the nearest base class defines
+        it, following `inherit` edges breadth first (a diamond's nearer base wins, as a method
+        resolution order mostly agrees). Empty when the class is unknown or no base defines it."""
+        owner, _, member = ref.rpartition(".")
+        frontier = [i for i in self.by_qual.get(owner) or self.by_name.get(owner.rsplit(".", 1)[-1], [])
+                    if self.nodes[i].kind == "class"]
+        seen = set(frontier)
+        for _ in range(max_depth):
+            bases = [t for i in frontier for t, typ in self.out.get(i, ()) if typ == "inherit" and t not in seen]
+            found = [m for b in bases for m in self.by_qual.get(f"{self.nodes[b].qualname}.{member}", [])]
+            if found or not bases:
+                return list(dict.fromkeys(found))
+            seen.update(bases)
+            frontier = bases
+        return []
 
     def nodes_in(self, path: str, start: int, end: int) -> list[int]:
         """Definitions (not the file node) that begin inside `path`'s lines start..end; the nodes

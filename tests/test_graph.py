@@ -107,3 +107,16 @@ def test_the_vectorised_pagerank_walks_as_the_plain_one(engine):
         fast, plain = personalized_pagerank(graph, seeds, hops), _reference_pagerank(graph, seeds, hops)
         assert fast.keys() == plain.keys()
         assert all(fast[n] == pytest.approx(plain[n], rel=1e-9, abs=1e-15) for n in plain)
+
+
+def test_a_member_a_class_inherits_is_found_at_the_base_that_defines_it(engine, workspace):
+    (workspace / "src" / "shop" / "mixins.py").write_text(
+        "class Arithmetic:\n    def multiply(self, other):\n        return self.value * other\n\n\n"
+        "class Printable(Arithmetic):\n    def show(self):\n        return str(self.value)\n")
+    (workspace / "src" / "shop" / "money.py").write_text(
+        "from shop.mixins import Printable\n\n\nclass Money(Printable):\n    def __init__(self, value):\n"
+        "        self.value = value\n")
+    engine.reindex()
+    r = engine.query_graph("Money.multiply", relation="callers")
+    assert r.miss is None and r.nodes[0].id == "src/shop/mixins.py::Arithmetic.multiply"
+    assert engine.query_graph("Money.divide").miss.reason == "not_found"  # no base defines it
