@@ -64,6 +64,7 @@ _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+imp
 # A long command-line option, `--collect-only`: the code that declares it holds it as a string
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]{1,40}(?:-[a-z0-9]{1,40}){0,5})(?![\w-])")
 MIN_OPTION_CHARS = 5  # `--all`, `--opt` are in every tool
+_USED_AS_CODE = re.compile(r"\b([A-Za-z_]\w*)(?:[ \t]*\(|\.[A-Za-z_])")  # called, or followed by an attribute
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
@@ -107,6 +108,8 @@ class Anchors:
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # literal parts of quoted messages, longest first
     options: list[str] = field(default_factory=list)  # command-line options it names (`--collect-only`)
+    # `pkg.Name` read from `from pkg import Name` and written nowhere else: a name, not a module path
+    imported_only: set[str] = field(default_factory=set)
     # Capitalized words written only in running text ("Sphinx 3.2 complains"), never as code
     prose_names: set[str] = field(default_factory=set)
     active_files: list[str] = field(default_factory=list)
@@ -129,9 +132,8 @@ def _code_like(name: str) -> bool:
 def _prose_only_names(query: str, code_spans: list[str]) -> set[str]:
     """Capitalized words (`Sphinx`, `Matrix`) the question writes only in running text: not in a
     fenced block or a backtick span, never called or followed by an attribute."""
-    code = "\n".join([*code_spans, *fenced_blocks(query)])
-    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", prose(query)))
-            if _prose_cased(name) and not re.search(rf"\b{name}\b", code) and not re.search(rf"\b{name}(?:\s*\(|\.\w)", query)}
+    as_code = set(_IDENT.findall("\n".join([*code_spans, *fenced_blocks(query)]))) | set(_USED_AS_CODE.findall(query))
+    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", prose(query))) if _prose_cased(name) and name not in as_code}
 
 
 def _prose_cased(name: str) -> bool:
@@ -197,6 +199,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
             name = (name.split() or [""])[0]  # `B as C` imports B
             if name.isidentifier() and f"{m.group(1)}.{name}" not in anchors.dotted:
                 anchors.dotted.append(f"{m.group(1)}.{name}")
+                anchors.imported_only.add(f"{m.group(1)}.{name}")
     # a module named only as where imported names come from is not itself what the question is about
     anchors.dotted = [d for d in anchors.dotted
                       if not imported_from[d] or len(re.findall(rf"(?<![\w.]){re.escape(d)}(?![\w])", query)) > imported_from[d]]

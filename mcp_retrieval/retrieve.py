@@ -33,6 +33,8 @@ ONE_WORD_MODULES_ONLY_PYTHON = True
 # "Sphinx 3.2 complains": the project's own name in running text is not its class `Sphinx`
 # (docs/BENCHMARKS.md 20b)
 PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL = True
+# `from sympy import Derivative` does not point at `sympy/__init__.py` (docs/BENCHMARKS.md 20d)
+IMPORTED_NAME_NAMES_NO_PACKAGE = True
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
 STRICT_PATH_MATCH = True
@@ -106,9 +108,11 @@ class PathResolver:
                     return hits[:3]
         return []
 
-    def resolve_module(self, dotted: str) -> list[str]:
+    def resolve_module(self, dotted: str, exact: bool = False) -> list[str]:
+        """The files a dotted name names: the longest prefix that is a module (`pkg.mod.Name` ->
+        `pkg/mod.py`), or with `exact` the whole name only."""
         parts = dotted.split(".")
-        for size in range(len(parts), 0, -1):
+        for size in range(len(parts), len(parts) - 1 if exact else 0, -1):
             hits = self._by_module.get(".".join(parts[:size]), [])
             if size == 1 and len(hits) > 2:  # a common stem names nothing in particular
                 continue
@@ -174,7 +178,10 @@ class Retriever:
         for written in [*anchors.active_files, *anchors.paths]:
             files.extend(resolver.resolve_path(written))
         for dotted in anchors.dotted:
-            files.extend(resolver.resolve_module(dotted))
+            # `from pkg import Name`: the module is named only as where Name comes from (its
+            # `__init__.py` re-exports everything); `from pkg import mod` still names `pkg/mod.py`
+            exact = IMPORTED_NAME_NAMES_NO_PACKAGE and dotted in anchors.imported_only
+            files.extend(resolver.resolve_module(dotted, exact=exact))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
         hits: list[tuple[str, float]] = []

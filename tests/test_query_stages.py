@@ -338,3 +338,12 @@ def test_the_projects_own_name_in_running_text_is_not_its_class(tmp_path):
         assert "shop/application.py" in symbol_files(prose + "\n```\nshop = Shop(config)\n```")  # written as code
     finally:
         eng.close()
+
+
+def test_a_name_imported_from_a_package_does_not_point_at_its_init(engine):
+    question = "Totals are wrong\n```\nfrom shop import Cart\nfrom shop import pricing\nCart().total()\n```"
+    _, files = engine.retriever.path_hits(extract(question, []), question)
+    assert "src/shop/pricing.py" in files  # a module imported by name is still that module
+    assert "src/shop/__init__.py" not in files  # `shop` only re-exports `Cart`
+    written = "Totals are wrong: shop.Cart is off\n```\nfrom shop import Cart\n```"
+    assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(written, []), written)[1]  # written as a path
