@@ -129,11 +129,12 @@ def _code_like(name: str) -> bool:
                                                                   len(name) > 3)
 
 
-def _prose_only_names(query: str, code_spans: list[str]) -> set[str]:
-    """Capitalized words (`Sphinx`, `Matrix`) the question writes only in running text: not in a
-    fenced block or a backtick span, never called or followed by an attribute."""
+def _prose_only_names(query: str, running: str, code_spans: list[str]) -> set[str]:
+    """Capitalized words (`Sphinx`, `Matrix`) the question writes only in running text (`running`:
+    the question without its fenced blocks): not in a fenced block or a backtick span, never
+    called or followed by an attribute."""
     as_code = set(_IDENT.findall("\n".join([*code_spans, *fenced_blocks(query)]))) | set(_USED_AS_CODE.findall(query))
-    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", prose(query))) if _prose_cased(name) and name not in as_code}
+    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", running)) if _prose_cased(name) and name not in as_code}
 
 
 def _prose_cased(name: str) -> bool:
@@ -170,7 +171,8 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         links[m.start("path")] = span[0]
         if span not in anchors.links:
             anchors.links.append(span)
-    for m in _POINTER.finditer(prose(query)):
+    running = prose(query)  # outside fenced blocks: where a pointer or a prose-only name is written
+    for m in _POINTER.finditer(running):
         line = int(m.group("line"))
         span = (m.group("path").lstrip("./"), line, line)
         if (m.group("path"), line) not in located and line > 0 and span not in anchors.links:
@@ -214,7 +216,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
-    anchors.prose_names = _prose_only_names(query, code_spans)
+    anchors.prose_names = _prose_only_names(query, running, code_spans)
     scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [m.group(0) for m in _RUBY_METHOD.finditer(query)]
     for written in scoped:  # `Type::method` and `Type#method` read like `Type.method` to the symbol index
         dotted = dotted_name(written)
