@@ -38,6 +38,11 @@ IMPORTED_NAME_NAMES_NO_PACKAGE = True
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
 STRICT_PATH_MATCH = True
+# `import sympy`, `sympy.__version__`, `from xarray import *`: the workspace's top-level package
+# named as a whole is the library every report imports, not where it points; its `__init__.py`
+# (a re-export list) is no module anchor (subpackages such as `sphinx.ext.autodoc` still are).
+TOP_PACKAGE_IS_NO_MODULE_ANCHOR = True
+_TOP_PACKAGE_INIT = re.compile(r"^(?:src/|lib/)?[^/]+/__init__\.pyi?$")
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
@@ -118,6 +123,8 @@ class PathResolver:
                 continue
             if size == 1 and ONE_WORD_MODULES_ONLY_PYTHON:
                 hits = [h for h in hits if h.endswith((".py", ".pyi"))]
+            if size == 1 and TOP_PACKAGE_IS_NO_MODULE_ANCHOR:
+                hits = [h for h in hits if not _TOP_PACKAGE_INIT.match(h)]
             if hits:
                 return hits[:2]
         return []

@@ -345,5 +345,15 @@ def test_a_name_imported_from_a_package_does_not_point_at_its_init(engine):
     _, files = engine.retriever.path_hits(extract(question, []), question)
     assert "src/shop/pricing.py" in files  # a module imported by name is still that module
     assert "src/shop/__init__.py" not in files  # `shop` only re-exports `Cart`
-    written = "Totals are wrong: shop.Cart is off\n```\nfrom shop import Cart\n```"
-    assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(written, []), written)[1]  # written as a path
+    written = "Totals are wrong: shop.pricing.round_price is off\n```\nfrom shop import Cart\n```"
+    assert "src/shop/pricing.py" in engine.retriever.path_hits(extract(written, []), written)[1]  # written as a path
+
+
+def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine, monkeypatch):
+    from mcp_retrieval import retrieve
+
+    question = "Totals are wrong after the upgrade\n```\nimport shop\nprint(shop.__version__)\nshop.Cart().total()\n```"
+    assert "src/shop/__init__.py" not in engine.retriever.path_hits(extract(question, []), question)[1]
+    monkeypatch.setattr(retrieve, "TOP_PACKAGE_IS_NO_MODULE_ANCHOR", False)  # the rule is what decides it
+    assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
+
