@@ -37,6 +37,10 @@ REPORTS_ABOUT_TESTS_BY_NAME = True
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
+# Repository scripts outside the project's code: packaging, release, CI and benchmark scripts at the
+# root. A pasted report quotes the calls they make too; the fix is in the code they call.
+SCRIPTS_AFTER_CODE_IN_REPORTS = True
+_SCRIPT_PATH = re.compile(r"^(?:(?:setup|noxfile|fabfile|tasks)\.py$|(?:scripts?|bin|release|bench|ci)/)")
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
@@ -45,6 +49,9 @@ _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|P
 _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
                          r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
+# A pasted report is fixed in the code it describes: its test files (which quote the same calls and
+# values) rank after code by the prose factor for reports, not the milder one for questions.
+TESTS_AS_PROSE_IN_REPORTS = True
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
@@ -89,6 +96,7 @@ class RerankWeights:
     fused: float = 0.75  # share of the fused rank score in the blend
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.35
+    test_factor_bug_report: float = 0.2  # = prose_factor_bug_report
     generated_factor: float = 0.5
     template_factor: float = 0.2
     deprecated_factor: float = 0.7
@@ -127,7 +135,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-        factor *= w.test_factor
+        factor *= w.test_factor_bug_report if s.bug_report and TESTS_AS_PROSE_IN_REPORTS else w.test_factor
         why.append("test code, ranked after code")
     if c.chunk.priority == PRIORITY_LAST:
         factor *= w.generated_factor
@@ -137,6 +145,9 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
         factor *= w.deprecated_factor
         why.append("marked deprecated: ranked after its replacement")
+    if s.bug_report and SCRIPTS_AFTER_CODE_IN_REPORTS and _SCRIPT_PATH.match(c.chunk.path):
+        factor *= w.prose_factor_bug_report
+        why.append("repository script: a report's answer is the code it calls")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factor *= w.template_factor
         why.append("issue template: a report echoes it")

@@ -227,3 +227,36 @@ def test_a_pasted_report_that_mentions_tests_still_ranks_test_code_after_code():
     assert "test code, ranked after code" not in structural_factor(test, named, w)[1]
     short = signals_for("which unit tests cover from_json for pairs?", [], "default")
     assert structural_factor(test, short, w)[0] == structural_factor(code, short, w)[0]
+
+
+def test_a_pasted_report_ranks_test_code_as_far_down_as_prose(monkeypatch):
+    from mcp_retrieval import rerank
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    test = candidate("testing/test_skipping.py", 1.0, "def test_xfail_dynamic(testdir):\n    request.applymarker(mark)\n")
+    w = RerankWeights()
+    report = "Dynamically adding an xfail marker in a test no longer ignores the failure. " * 6
+    question = "where is an xfail marker added dynamically?"
+    assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.prose_factor_bug_report)
+    assert structural_factor(test, signals_for(question, [], "default"), w)[0] == pytest.approx(w.test_factor)
+    monkeypatch.setattr(rerank, "TESTS_AS_PROSE_IN_REPORTS", False)  # the rule is what decides it
+    assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.test_factor)
+
+
+def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call(monkeypatch):
+    from mcp_retrieval import rerank
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    w = RerankWeights()
+    report = signals_for("Collecting a parametrized fixture takes minutes since 6.2 with many params. " * 6, [], "default")
+    code = candidate("src/_pytest/fixtures.py", 1.0, "def getfixturevalue(self, argname):\n    return self._get(argname)\n")
+    for path in ("bench/manyparam.py", "setup.py", "scripts/release.py", "release/fabfile.py"):
+        script = candidate(path, 1.0, "def test_it(param):\n    getfixturevalue('param')\n")
+        assert structural_factor(script, report, w)[0] == pytest.approx(w.prose_factor_bug_report), path
+    assert structural_factor(code, report, w)[0] == 1.0
+    nested = candidate("src/pkg/bin/tool.py", 1.0, "def run():\n    pass\n")  # only the root's script folders
+    assert structural_factor(nested, report, w)[0] == structural_factor(code, report, w)[0]
+    asked = signals_for("what does setup.py install?", [], "default")
+    assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), asked, w)[0] == 1.0
+    monkeypatch.setattr(rerank, "SCRIPTS_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
+    assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), report, w)[0] == 1.0
