@@ -356,5 +356,3 @@ def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine, monkeypa
     assert "src/shop/__init__.py" not in engine.retriever.path_hits(extract(question, []), question)[1]
     monkeypatch.setattr(retrieve, "TOP_PACKAGE_IS_NO_MODULE_ANCHOR", False)  # the rule is what decides it
     assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
-
-
