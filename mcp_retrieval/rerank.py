@@ -41,6 +41,11 @@ _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|bench
 # root. A pasted report quotes the calls they make too; the fix is in the code they call.
 SCRIPTS_AFTER_CODE_IN_REPORTS = True
 _SCRIPT_PATH = re.compile(r"^(?:(?:setup|noxfile|fabfile|tasks)\.py$|(?:scripts?|bin|release|bench|ci)/)")
+# Third-party code copied into the tree (`cextern/`, `extern/`, `_vendor/`, `vendored/`, a Python
+# package's own `packages/`, as requests keeps urllib3): a report's fix lands in the project's code.
+# (`vendor/` and `third_party/` are not indexed at all: indexers.walk.PRUNED_DIRS.)
+VENDORED_AFTER_CODE_IN_REPORTS = True
+_VENDORED_PATH = re.compile(r"(^|/)(?:c?extern|_vendor|vendored|3rdparty)/|^[^/]+(?:/[^/]+)*/packages/[^/]+/.*\.py$")
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
@@ -148,6 +153,9 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if s.bug_report and SCRIPTS_AFTER_CODE_IN_REPORTS and _SCRIPT_PATH.match(c.chunk.path):
         factor *= w.prose_factor_bug_report
         why.append("repository script: a report's answer is the code it calls")
+    if s.bug_report and VENDORED_AFTER_CODE_IN_REPORTS and _VENDORED_PATH.search(c.chunk.path):
+        factor *= w.prose_factor_bug_report
+        why.append("third-party code copied into the tree: a report's answer is the project's code")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factor *= w.template_factor
         why.append("issue template: a report echoes it")

@@ -260,3 +260,17 @@ def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call(monke
     assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), asked, w)[0] == 1.0
     monkeypatch.setattr(rerank, "SCRIPTS_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
     assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), report, w)[0] == 1.0
+
+
+def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project(monkeypatch):
+    from mcp_retrieval import rerank
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    w = RerankWeights()
+    report = signals_for("requests raises urllib3's DecodeError instead of its own ContentDecodingError. " * 6, [], "default")
+    for path in ("requests/packages/urllib3/response.py", "cextern/wcslib/C/wcs.c", "src/pip/_vendor/idna/core.py"):
+        assert structural_factor(candidate(path, 1.0), report, w)[0] == pytest.approx(w.prose_factor_bug_report), path
+    for path in ("requests/adapters.py", "packages/core/src/index.ts", "sympy/external/importtools.py"):
+        assert structural_factor(candidate(path, 1.0), report, w)[0] == 1.0, path  # a monorepo's packages are its code
+    monkeypatch.setattr(rerank, "VENDORED_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
+    assert structural_factor(candidate("cextern/wcslib/C/wcs.c", 1.0), report, w)[0] == 1.0
