@@ -45,7 +45,7 @@ _SCRIPT_PATH = re.compile(r"^(?:(?:setup|noxfile|fabfile|tasks)\.py$|(?:scripts?
 # package's own `packages/`, as requests keeps urllib3): a report's fix lands in the project's code.
 # (`vendor/` and `third_party/` are not indexed at all: indexers.walk.PRUNED_DIRS.)
 VENDORED_AFTER_CODE_IN_REPORTS = True
-_VENDORED_PATH = re.compile(r"(^|/)(?:c?extern|_vendor|vendored|3rdparty)/|^[^/]+(?:/[^/]+)*/packages/[^/]+/.*\.py$")
+_VENDORED_PATH = re.compile(r"(^|/)(?:c?extern|_vendor|vendored|3rdparty)/|./packages/[^/]+/.*\.py$")
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
@@ -101,7 +101,6 @@ class RerankWeights:
     fused: float = 0.75  # share of the fused rank score in the blend
     zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.35
-    test_factor_bug_report: float = 0.2  # = prose_factor_bug_report
     generated_factor: float = 0.5
     template_factor: float = 0.2
     deprecated_factor: float = 0.7
@@ -140,7 +139,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-        factor *= w.test_factor_bug_report if s.bug_report and TESTS_AS_PROSE_IN_REPORTS else w.test_factor
+        factor *= w.prose_factor_bug_report if s.bug_report and TESTS_AS_PROSE_IN_REPORTS else w.test_factor
         why.append("test code, ranked after code")
     if c.chunk.priority == PRIORITY_LAST:
         factor *= w.generated_factor
