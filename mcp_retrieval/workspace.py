@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import assemble, closure, corpus_map, file_rank
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -246,6 +246,8 @@ class Workspace:
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
                 candidates = file_rank.with_file_evidence(candidates)
+                if continuation.CONTINUATIONS:
+                    candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
                 earlier = self.sessions.earlier_texts(session_id) if tracked else {}
@@ -294,6 +296,12 @@ class Workspace:
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
         return result
+
+    def _stored_pieces(self, root: str, path: str) -> list:
+        """A file's stored chunks, for `continuation` (none for a file changed since it was indexed:
+        its pool chunks were read from disk, and the store's pieces may no longer match them)."""
+        engine = self.engines[root]
+        return [] if path in engine.pending_paths else engine.store.chunks_for_path(path)
 
     def _closure(self, window: assemble.Window, budget: int) -> tuple[assemble.Window, list]:
         """The window with the signatures its bodies depend on in the room left (`closure`)."""

@@ -213,3 +213,37 @@ def test_a_chunk_that_fits_only_by_the_exact_count_comes_whole():
     exact = budget_tokens(render_window(order_for_reading([Placed(c, False, c.chunk.text) for c in pool]), "know"))
     window = assemble(pool, budget=exact, max_chunks=4, head="know", query_terms=frozenset({"discount"}))
     assert [p.excerpt for p in window.placed] == [False, False] and window.tokens <= exact
+
+
+
+def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_of(tmp_path, monkeypatch):
+    from mcp_retrieval import Config, Engine, continuation
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    setup = "\n".join(f"    step_{i} = prepare_{i}(request, settings)" for i in range(70))  # no word of the question
+    body = (f"def send_request(request, settings):\n{setup}\n"
+            + "\n".join(f"    retry_{i} = redirect_budget(request, {i})" for i in range(70)) + "\n    return retry_69\n")
+    (root / "client.py").write_text(body)
+    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="none"))
+    try:
+        eng.reindex()
+        pieces = sorted((c for c in eng.store.chunks_for_path("client.py") if c.symbol == "send_request"),
+                        key=lambda c: c.start_line)
+        assert len(pieces) >= 3  # the chunker split it
+        matched = Candidate(chunk=pieces[-1], score=1.0)  # the piece the question's words are in
+        pool = continuation.with_continuations([matched], 6000, lambda root, path: eng.store.chunks_for_path(path))
+        assert pool[0] is matched and {c.chunk.id for c in pool[1:]} == {p.id for p in pieces[:-1]}
+        assert all(c.score == continuation.SHARE for c in pool[1:])
+        whole = sum(p.tokens for p in pieces)
+        assert len(continuation.with_continuations([matched], int(whole / continuation.MAX_SHARE) - 1,
+                                                   lambda root, path: eng.store.chunks_for_path(path))) == 1
+
+        def shown():  # lexical tiers only (no vectors): the first piece holds none of the question's words
+            return {c.start_line for c in eng.context("redirect_budget retry is wrong", budget_tokens=6000).chunks
+                    if c.path == "client.py"}
+        assert pieces[0].start_line in shown()  # wired into `context`
+        monkeypatch.setattr(continuation, "CONTINUATIONS", False)
+        assert pieces[0].start_line not in shown()
+    finally:
+        eng.close()

@@ -1,0 +1,73 @@
+"""The rest of a split definition, for `context`'s pool.
+
+The chunker cuts a definition too long for one chunk into pieces at statement boundaries
+(`indexers.chunk._split_large`); each piece is retrieved on its own merits. A question often
+matches one piece (the part that names what it asks about) while the fix lands in the next, and
+a window that shows the second half of `Session.request` without its first half answers half of
+it. So a piece in the head of the pool brings its sibling pieces along, just below it: the
+assembler then shows the whole definition when the budget has room, and otherwise the next
+candidate as before. Definitions bigger than `max_share` of the budget are left alone — a
+500-line docstring-heavy entry point (`latex`, `lambdify`) would fill the window with prose.
+
+Pure but for the `pieces_of` callback, which reads a file's stored chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mcp_retrieval.indexers.store import StoredChunk
+from mcp_retrieval.retrieve import Candidate
+
+HEAD = 12  # pieces among the first this many candidates bring their siblings
+SHARE = 0.9  # a sibling piece ranks at this share of the piece that brought it
+MAX_SHARE = 0.5  # the whole definition must cost at most this share of the budget
+ADJACENT = 2  # pieces of one definition follow each other within this many lines
+CONTINUATIONS = True  # the switch (docs/BENCHMARKS.md 22)
+
+
+def definition_pieces(chunk: StoredChunk, file_chunks: Sequence[StoredChunk]) -> list[StoredChunk]:
+    """The contiguous run of same-symbol, same-kind chunks around `chunk` (itself included), in
+    line order; just `[chunk]` when it is not a piece of a split definition."""
+    same = [c for c in file_chunks if c.symbol == chunk.symbol and c.kind == chunk.kind]
+    same.sort(key=lambda c: c.start_line)
+    at = next((i for i, c in enumerate(same) if c.id == chunk.id), None)
+    if at is None:
+        return [chunk]
+    lo = hi = at
+    while lo > 0 and 0 <= same[lo].start_line - same[lo - 1].end_line <= ADJACENT:
+        lo -= 1
+    while hi + 1 < len(same) and 0 <= same[hi + 1].start_line - same[hi].end_line <= ADJACENT:
+        hi += 1
+    return same[lo:hi + 1]
+
+
+def with_continuations(candidates: Sequence[Candidate], budget: int,
+                       pieces_of: Callable[[str, str], Sequence[StoredChunk]]) -> list[Candidate]:
+    """The pool with each head piece's siblings at SHARE of its score (added when missing, raised
+    when lower), best first."""
+    pool = list(candidates)
+    by_id = {(c.root, c.chunk.id): c for c in pool}
+    files: dict[tuple[str, str], Sequence[StoredChunk]] = {}
+    for c in list(pool[:HEAD]):
+        if not c.chunk.symbol:
+            continue
+        key = (c.root, c.chunk.path)
+        if key not in files:
+            files[key] = pieces_of(*key)
+        run = definition_pieces(c.chunk, files[key])
+        if len(run) < 2 or sum(p.tokens for p in run) > MAX_SHARE * budget:
+            continue
+        target = SHARE * c.score
+        for piece in run:
+            other = by_id.get((c.root, piece.id))
+            if other is None:
+                other = Candidate(chunk=piece, score=target)
+                other.root = c.root
+                other.why.append(f"the rest of {c.chunk.symbol}")
+                pool.append(other)
+                by_id[(c.root, piece.id)] = other
+            elif other.score < target:
+                other.score = target
+                other.why.append(f"the rest of {c.chunk.symbol}")
+    return sorted(pool, key=lambda c: (-c.score, c.root, c.chunk.id))
