@@ -32,3 +32,26 @@ def test_heldout_keeps_the_questions_the_dev_file_lacks_with_the_files_their_pat
     (kept,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert kept["instance_id"] == "one-2" and kept["gold_files"] == ["src/a.py", "src/b.py"]
     assert kept["patch_text"] == patch
+
+
+def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
+    import pytest
+
+    from mcp_retrieval import continuation
+    from mcp_retrieval.bench.ab import Switch, report
+
+    flag, share = Switch("continuation.CONTINUATIONS"), Switch("continuation.MAX_SHARE=0.8")
+    flag.set("flipped"), share.set("flipped")
+    try:
+        assert continuation.CONTINUATIONS is (not flag.served) and continuation.MAX_SHARE == 0.8
+    finally:
+        flag.set("served"), share.set("served")
+    assert continuation.CONTINUATIONS is flag.served and continuation.MAX_SHARE == share.served
+    for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE"):  # a number needs its value
+        with pytest.raises(ValueError):
+            Switch(bad)
+    cells = {"acc@1": 1.0, "acc@3": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr": 1.0}
+    results = [{"instance_id": "a-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "acc@1": 0.0, "mrr": 0.5, "ranks": [2]}},
+               {"instance_id": "b-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "ranks": [1]}}]
+    text = report(results, "packet")
+    assert "| acc@1 | 1.000 | 0.500 |" in text and "moved (1):" in text and "a-1: gold ranks [1] served, [2] flipped" in text

@@ -1,0 +1,168 @@
+"""`python -m mcp_retrieval.bench ab`: one rule on and off, in one process, question by question.
+
+Every ranking rule has a module-level switch (`rerank.TESTS_AS_PROSE_IN_REPORTS`,
+`continuation.CONTINUATIONS`, `continuation.MAX_SHARE`, ...) read at call time. This checks each
+question out and indexes it once, then answers it twice — arm `served` with the switches as the
+code has them, arm `flipped` with each boolean switch negated (or set to the value given) — so the
+two columns differ by the rule alone: separate runs differ by about a question at Acc@5 through
+the index state a run leaves behind (docs/BENCHMARKS.md 19a).
+
+`--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR); `--tool context` scores
+windows (`bench tokens`' gold-function hit, gold-line and gold-file recall) at each `--budgets`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from mcp_retrieval.bench import read_rows
+from mcp_retrieval.bench.checkout import open_instance
+from mcp_retrieval.bench.swebench import gold_files, rank_files, score as file_score
+from mcp_retrieval.bench.tokens import context_window, gold_functions, score as window_score
+
+PACKET_KEYS = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
+CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "tokens")
+
+
+class Switch:
+    """`module.NAME` (a boolean, flipped) or `module.NAME=value` (a Python literal) in `mcp_retrieval`."""
+
+    def __init__(self, spec: str):
+        name, eq, value = spec.partition("=")
+        module_name, _, self.attr = name.rpartition(".")
+        try:
+            self.module = importlib.import_module(f"mcp_retrieval.{module_name}")
+        except ImportError as e:
+            raise ValueError(f"{spec}: no module mcp_retrieval.{module_name}") from e
+        if not module_name or not hasattr(self.module, self.attr):
+            raise ValueError(f"{spec}: mcp_retrieval.{module_name} has no {self.attr}")
+        self.served = getattr(self.module, self.attr)
+        if eq:
+            self.flipped = ast.literal_eval(value)
+        elif isinstance(self.served, bool):
+            self.flipped = not self.served
+        else:
+            raise ValueError(f"{spec}: not a boolean switch; give the other value as {name}=VALUE")
+
+    def set(self, arm: str) -> None:
+        setattr(self.module, self.attr, self.served if arm == "served" else self.flipped)
+
+
+def _per_repo(rows: list[dict], n: int | None) -> list[dict]:
+    if not n:
+        return rows
+    seen: dict[str, int] = defaultdict(int)
+    out = []
+    for r in rows:
+        seen[r["repo"]] += 1
+        if seen[r["repo"]] <= n:
+            out.append(r)
+    return out
+
+
+def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
+    query = row["problem_statement"]
+    if tool == "packet":
+        files, _, _ = rank_files(engine, query)
+        gold = gold_files(row)
+        return {**file_score(files, gold), "ranks": [files.index(g) + 1 if g in files else None for g in gold]}
+    funcs, lines = gold_functions(engine, row)
+    if not lines:
+        return None
+    files = gold_files(row)
+    out = {}
+    for b in budgets:
+        shown, tokens = context_window(engine, query, b)
+        out[str(b)] = {**window_score(shown, funcs, lines, files), "tokens": tokens}
+    return out
+
+
+def _cells(result: dict, tool: str) -> dict[str, float]:
+    """A question's numbers as flat `key` (packet) or `budget key` (context) cells."""
+    if tool == "packet":
+        return {k: result[k] for k in PACKET_KEYS}
+    return {f"{b} {k}": v[k] for b, v in result.items() for k in CONTEXT_KEYS}
+
+
+def report(results: list[dict], tool: str) -> str:
+    keys = list(_cells(results[0]["served"], tool)) if results else []
+
+    def mean(arm, key):
+        vals = [c for r in results if not math.isnan(c := _cells(r[arm], tool)[key])]
+        return statistics.fmean(vals) if vals else float("nan")
+    lines = [f"questions: {len(results)}", "", "| | served | flipped |", "|---|---|---|"]
+    lines += [f"| {k} | {mean('served', k):.3f} | {mean('flipped', k):.3f} |" for k in keys]
+    moved = [r for r in results if any(abs(_cells(r["served"], tool)[k] - _cells(r["flipped"], tool)[k]) > 1e-9
+                                       for k in keys if not k.endswith("tokens"))]
+    lines += ["", f"moved ({len(moved)}):"]
+    for r in moved:
+        if tool == "packet":
+            lines.append(f"- {r['instance_id']}: gold ranks {r['served']['ranks']} served, {r['flipped']['ranks']} flipped")
+        else:
+            diffs = [f"{k} {_cells(r['served'], tool)[k]:.2f}/{_cells(r['flipped'], tool)[k]:.2f}" for k in keys
+                     if not k.endswith("tokens") and abs(_cells(r["served"], tool)[k] - _cells(r["flipped"], tool)[k]) > 1e-9]
+            lines.append(f"- {r['instance_id']}: " + ", ".join(diffs) + " (served/flipped)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench ab")
+    ap.add_argument("--instances", required=True)
+    ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
+    ap.add_argument("--work", default="/tmp/mcp-retrieval-ab")
+    ap.add_argument("--switch", action="append", required=True,
+                    help="module.NAME (a boolean, flipped) or module.NAME=VALUE, in mcp_retrieval (repeatable)")
+    ap.add_argument("--tool", choices=("packet", "context"), default="packet")
+    ap.add_argument("--budgets", default="1000,4000", help="context windows' budgets")
+    ap.add_argument("--per-repo", type=int, default=None)
+    ap.add_argument("--dense", action="store_true", help="embed source chunks (default: no vectors, fast)")
+    ap.add_argument("--out", default=None, help="per-question results as JSON lines")
+    args = ap.parse_args(argv)
+    try:
+        switches = [Switch(s) for s in args.switch]
+    except ValueError as e:
+        ap.error(str(e))
+    budgets = [int(b) for b in args.budgets.split(",") if b]
+    repos = dict(r.split("=", 1) for r in args.repo)
+    rows = sorted((r for r in read_rows(args.instances) if r["repo"] in repos), key=lambda r: (r["repo"], r["instance_id"]))
+    rows = _per_repo(rows, args.per_repo)
+    work, engines, results = Path(args.work), {}, []
+    out = open(args.out, "w") if args.out else None
+    try:
+        for row in rows:
+            engine, _, _, _ = open_instance(row, repos, work, engines, no_dense=not args.dense,
+                                            max_priority=0 if args.dense else None)
+            if args.tool == "context":
+                engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
+            result = {"instance_id": row["instance_id"], "repo": row["repo"]}
+            for arm in ("served", "flipped"):
+                for s in switches:
+                    s.set(arm)
+                result[arm] = _answer(engine, row, args.tool, budgets)
+            for s in switches:
+                s.set("served")
+            if result["served"] is None:
+                print(f"{row['instance_id']}: no gold lines resolved; skipped", file=sys.stderr)
+                continue
+            results.append(result)
+            if out:
+                out.write(json.dumps(result) + "\n")
+                out.flush()
+            print(row["instance_id"], file=sys.stderr, flush=True)
+    finally:
+        for s in switches:
+            s.set("served")
+        if out:
+            out.close()
+        for engine, _ in engines.values():
+            engine.close()
+    print(report(results, args.tool))
+    return 0
