@@ -6,7 +6,7 @@ matches one piece (the part that names what it asks about) while the fix lands i
 a window that shows the second half of `Session.request` without its first half answers half of
 it. So a piece in the head of the pool brings its sibling pieces along, just below it: the
 assembler then shows the whole definition when the budget has room, and otherwise the next
-candidate as before. Definitions bigger than `max_share` of the budget are left alone — a
+candidate as before. Definitions bigger than MAX_SHARE of the budget are left alone — a
 500-line docstring-heavy entry point (`latex`, `lambdify`) would fill the window with prose.
 
 Pure but for the `pieces_of` callback, which reads a file's stored chunks.
@@ -49,7 +49,7 @@ def with_continuations(candidates: Sequence[Candidate], budget: int,
     pool = list(candidates)
     by_id = {(c.root, c.chunk.id): c for c in pool}
     files: dict[tuple[str, str], Sequence[StoredChunk]] = {}
-    for c in list(pool[:HEAD]):
+    for c in pool[:HEAD]:  # a copy: the pieces appended below are not heads
         if not c.chunk.symbol:
             continue
         key = (c.root, c.chunk.path)
@@ -62,12 +62,11 @@ def with_continuations(candidates: Sequence[Candidate], budget: int,
         for piece in run:
             other = by_id.get((c.root, piece.id))
             if other is None:
-                other = Candidate(chunk=piece, score=target)
-                other.root = c.root
-                other.why.append(f"the rest of {c.chunk.symbol}")
+                other = Candidate(chunk=piece, root=c.root)
                 pool.append(other)
                 by_id[(c.root, piece.id)] = other
-            elif other.score < target:
-                other.score = target
-                other.why.append(f"the rest of {c.chunk.symbol}")
+            elif other.score >= target:
+                continue
+            other.score = target
+            other.why.append(f"the rest of {c.chunk.symbol}")
     return sorted(pool, key=lambda c: (-c.score, c.root, c.chunk.id))

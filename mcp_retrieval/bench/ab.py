@@ -20,10 +20,9 @@ import json
 import math
 import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 
-from mcp_retrieval.bench import read_rows
+from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.bench.checkout import open_instance
 from mcp_retrieval.bench.swebench import gold_files, rank_files, score as file_score
 from mcp_retrieval.bench.tokens import context_window, gold_functions, score as window_score
@@ -56,18 +55,6 @@ class Switch:
         setattr(self.module, self.attr, self.served if arm == "served" else self.flipped)
 
 
-def _per_repo(rows: list[dict], n: int | None) -> list[dict]:
-    if not n:
-        return rows
-    seen: dict[str, int] = defaultdict(int)
-    out = []
-    for r in rows:
-        seen[r["repo"]] += 1
-        if seen[r["repo"]] <= n:
-            out.append(r)
-    return out
-
-
 def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
     query = row["problem_statement"]
     if tool == "packet":
@@ -93,23 +80,22 @@ def _cells(result: dict, tool: str) -> dict[str, float]:
 
 
 def report(results: list[dict], tool: str) -> str:
-    keys = list(_cells(results[0]["served"], tool)) if results else []
+    cells = [(_cells(r["served"], tool), _cells(r["flipped"], tool)) for r in results]
+    keys = list(cells[0][0]) if cells else []
+    scored = [k for k in keys if not k.endswith("tokens")]
 
     def mean(arm, key):
-        vals = [c for r in results if not math.isnan(c := _cells(r[arm], tool)[key])]
+        vals = [c for cell in cells if not math.isnan(c := cell[arm][key])]
         return statistics.fmean(vals) if vals else float("nan")
     lines = [f"questions: {len(results)}", "", "| | served | flipped |", "|---|---|---|"]
-    lines += [f"| {k} | {mean('served', k):.3f} | {mean('flipped', k):.3f} |" for k in keys]
-    moved = [r for r in results if any(abs(_cells(r["served"], tool)[k] - _cells(r["flipped"], tool)[k]) > 1e-9
-                                       for k in keys if not k.endswith("tokens"))]
+    lines += [f"| {k} | {mean(0, k):.3f} | {mean(1, k):.3f} |" for k in keys]
+    moved = [(r, s, f, ks) for r, (s, f) in zip(results, cells) if (ks := [k for k in scored if abs(s[k] - f[k]) > 1e-9])]
     lines += ["", f"moved ({len(moved)}):"]
-    for r in moved:
+    for r, s, f, ks in moved:
         if tool == "packet":
             lines.append(f"- {r['instance_id']}: gold ranks {r['served']['ranks']} served, {r['flipped']['ranks']} flipped")
         else:
-            diffs = [f"{k} {_cells(r['served'], tool)[k]:.2f}/{_cells(r['flipped'], tool)[k]:.2f}" for k in keys
-                     if not k.endswith("tokens") and abs(_cells(r["served"], tool)[k] - _cells(r["flipped"], tool)[k]) > 1e-9]
-            lines.append(f"- {r['instance_id']}: " + ", ".join(diffs) + " (served/flipped)")
+            lines.append(f"- {r['instance_id']}: " + ", ".join(f"{k} {s[k]:.2f}/{f[k]:.2f}" for k in ks) + " (served/flipped)")
     return "\n".join(lines)
 
 
@@ -132,8 +118,7 @@ def main(argv: list[str]) -> int:
         ap.error(str(e))
     budgets = [int(b) for b in args.budgets.split(",") if b]
     repos = dict(r.split("=", 1) for r in args.repo)
-    rows = sorted((r for r in read_rows(args.instances) if r["repo"] in repos), key=lambda r: (r["repo"], r["instance_id"]))
-    rows = _per_repo(rows, args.per_repo)
+    rows = select_rows(read_rows(args.instances), repos, args.per_repo)
     work, engines, results = Path(args.work), {}, []
     out = open(args.out, "w") if args.out else None
     try:

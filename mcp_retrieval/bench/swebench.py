@@ -27,7 +27,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from mcp_retrieval.bench import read_rows
+from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.bench.checkout import open_instance
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
@@ -136,11 +136,7 @@ def main(argv: list[str]) -> int:
     rows = read_rows(args.instances)
     if args.only:
         rows = [r for r in rows if r["repo"] in args.only.split(",")]
-    rows = [r for r in rows if r["repo"] in repos]
-    rows.sort(key=lambda r: (r["repo"], r["instance_id"]))
-    if args.per_repo:
-        rows = [r for r in rows if [x["instance_id"] for x in rows if x["repo"] == r["repo"]].index(
-            r["instance_id"]) < args.per_repo]
+    rows = select_rows(rows, repos, args.per_repo)
     work = Path(args.work)
     engines: dict[str, tuple[Engine, FileBM25]] = {}
     results: list[dict] = []

@@ -25,7 +25,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-from mcp_retrieval.bench import read_rows
+from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval import assemble
 from mcp_retrieval.bench.checkout import open_instance
@@ -197,11 +197,7 @@ def main(argv: list[str]) -> int:
         ap.error(f"unknown variants {sorted(unknown)}")
     repos = dict(r.split("=", 1) for r in args.repo)
     budgets = [int(b) for b in args.budgets.split(",")]
-    rows = sorted(read_rows(args.instances), key=lambda r: (r["repo"], r["instance_id"]))
-    rows = [r for r in rows if r["repo"] in repos]
-    if args.per_repo:
-        seen: dict[str, int] = defaultdict(int)
-        rows = [r for r in rows if (seen.__setitem__(r["repo"], seen[r["repo"]] + 1) or seen[r["repo"]]) <= args.per_repo]
+    rows = select_rows(read_rows(args.instances), repos, args.per_repo)
     work = Path(args.work)
     engines: dict[str, tuple[Engine, FileBM25]] = {}
     results = []
