@@ -93,7 +93,7 @@ class Engine:
             return None
 
     def _load_reranker(self):
-        zscore = ZScoreReranker(tier_weights={t: self.config.tier_weights.get(t, 1.0) for t in ("lexical", "dense")})
+        zscore = ZScoreReranker(tier_weights=self.config.tier_weights)  # live: a weight changed later is read
         if self.config.rerank == "none":
             return IdentityReranker()
         if self.config.rerank in ("auto", "cross-encoder") and self.config.cross_encoder_dir:

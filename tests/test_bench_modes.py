@@ -50,6 +50,17 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
     for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE"):  # a number needs its value
         with pytest.raises(ValueError):
             Switch(bad)
+    from types import SimpleNamespace
+
+    from mcp_retrieval.bench.ab import Weight
+    engine = SimpleNamespace(config=SimpleNamespace(tier_weights={"dense": 0.8}))
+    dense = Weight("dense=0.3")
+    dense.set("flipped", engine)
+    assert engine.config.tier_weights["dense"] == 0.3
+    dense.set("served", engine)
+    assert engine.config.tier_weights["dense"] == 0.8
+    with pytest.raises(ValueError):
+        Weight("dense")
     cells = {"acc@1": 1.0, "acc@3": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr": 1.0}
     results = [{"instance_id": "a-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "acc@1": 0.0, "mrr": 0.5, "ranks": [2]}},
                {"instance_id": "b-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "ranks": [1]}}]

@@ -4,7 +4,8 @@ Every ranking rule has a module-level switch (`rerank.TESTS_AS_PROSE_IN_REPORTS`
 `continuation.CONTINUATIONS`, `continuation.MAX_SHARE`, ...) read at call time. This checks each
 question out and indexes it once, then answers it twice — arm `served` with the switches as the
 code has them, arm `flipped` with each boolean switch negated (or set to the value given) — so the
-two columns differ by the rule alone: separate runs differ by about a question at Acc@5 through
+two columns differ by the rule alone (`--weight tier=VALUE` flips a fusion tier's weight the same
+way): separate runs differ by about a question at Acc@5 through
 the index state a run leaves behind (docs/BENCHMARKS.md 19a).
 
 `--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR); `--tool context` scores
@@ -53,6 +54,23 @@ class Switch:
 
     def set(self, arm: str) -> None:
         setattr(self.module, self.attr, self.served if arm == "served" else self.flipped)
+
+
+class Weight:
+    """`tier=value`: the flipped arm fuses `tier` at `value` (the served arm at the engine's own weight)."""
+
+    def __init__(self, spec: str):
+        self.tier, eq, value = spec.partition("=")
+        try:
+            self.flipped = float(value)
+        except ValueError:
+            raise ValueError(f"{spec}: give a tier and its weight, e.g. dense=0.4") from None
+        self.served: dict[int, float] = {}
+
+    def set(self, arm: str, engine) -> None:
+        weights = engine.config.tier_weights
+        self.served.setdefault(id(engine), weights.get(self.tier, 1.0))
+        weights[self.tier] = self.served[id(engine)] if arm == "served" else self.flipped
 
 
 def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
@@ -104,7 +122,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--instances", required=True)
     ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
     ap.add_argument("--work", default="/tmp/mcp-retrieval-ab")
-    ap.add_argument("--switch", action="append", required=True,
+    ap.add_argument("--weight", action="append", default=[], help="tier=VALUE: a fusion weight for the flipped arm")
+    ap.add_argument("--switch", action="append", default=[],
                     help="module.NAME (a boolean, flipped) or module.NAME=VALUE, in mcp_retrieval (repeatable)")
     ap.add_argument("--tool", choices=("packet", "context"), default="packet")
     ap.add_argument("--budgets", default="1000,4000", help="context windows' budgets")
@@ -114,8 +133,11 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     try:
         switches = [Switch(s) for s in args.switch]
+        weights = [Weight(w) for w in args.weight]
     except ValueError as e:
         ap.error(str(e))
+    if not switches and not weights:
+        ap.error("give at least one --switch or --weight")
     budgets = [int(b) for b in args.budgets.split(",") if b]
     repos = dict(r.split("=", 1) for r in args.repo)
     rows = select_rows(read_rows(args.instances), repos, args.per_repo)
@@ -131,9 +153,13 @@ def main(argv: list[str]) -> int:
             for arm in ("served", "flipped"):
                 for s in switches:
                     s.set(arm)
+                for w in weights:
+                    w.set(arm, engine)
                 result[arm] = _answer(engine, row, args.tool, budgets)
             for s in switches:
                 s.set("served")
+            for w in weights:
+                w.set("served", engine)
             if result["served"] is None:
                 print(f"{row['instance_id']}: no gold lines resolved; skipped", file=sys.stderr)
                 continue
