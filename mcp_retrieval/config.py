@@ -46,7 +46,7 @@ class Config:
     rrf_k: int = 20
     tier_weights: dict[str, float] = field(default_factory=lambda: {
         "lexical": 1.0, "title": 0.6, "dense": 0.8, "path": 1.2, "symbol": 1.2, "message": 1.2, "history": 0.6,
-        "graph": 0.5, "code": 0.6})
+        "graph": 0.5, "code": 0.6, "dense_title": 0.6})
     # the repository's history (indexers.history): HEAD of the root's git, unless the benchmark
     # points it at another git directory and revision
     history: bool = True

@@ -77,6 +77,12 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             ranked["dense"] = _merge_best(retriever.dense_hits(q, pool)
                                           for q in [understanding.retrieval_query, *understanding.sub_queries])
             st["detail"] = f"{len(ranked['dense'])} hits"
+            # a pasted issue's title alone, as its own tier: in the first of the question's pieces
+            # its few words are outweighed by the paragraphs around them (BENCHMARKS 23)
+            title = question_title(query) if config.tier_weights.get("dense_title") else None
+            if title:
+                ranked["dense_title"] = retriever.dense_hits(title, pool)
+                st["detail"] += f", {len(ranked['dense_title'])} for the title"
     else:
         stages.skip("dense", "no vectors yet (lexical first; vectors fill in behind)" if retriever.embedder
                     else "no embedding model")

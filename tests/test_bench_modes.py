@@ -8,7 +8,8 @@ def test_the_full_mode_keeps_every_served_tier_and_ablations_switch_off_only_the
     served = Config.resolve(tmp_path).tier_weights
     assert mode_settings("full", served)[0] == served  # a new tier (`title`) is measured as served
     nodense = mode_settings("nodense", served)[0]
-    assert nodense["dense"] == 0.0 and all(nodense[t] == w for t, w in served.items() if t != "dense")
+    assert nodense["dense"] == nodense["dense_title"] == 0.0
+    assert all(nodense[t] == w for t, w in served.items() if not t.startswith("dense"))
     lexical = mode_settings("lexical", served)[0]
     assert {t for t, w in lexical.items() if w} == {"lexical"}
     nocode = mode_settings("nocode", served)[0]

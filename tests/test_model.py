@@ -29,3 +29,29 @@ def test_a_paraphrased_question_finds_the_right_code_by_meaning(config, minilm, 
     again = engine.reindex(full=True)
     assert again.chunks_embedded == 0 and again.embeddings_reused == 0 or again.chunks_embedded == 0
     engine.close()
+
+
+def test_a_pasted_reports_title_is_embedded_on_its_own(config, minilm, tmp_path):
+    """A pasted report's logs, embedded as one of its pieces, outscore its subject in the `dense`
+    tier (a chunk's best similarity to any piece counts); the title embedded alone, as its own
+    tier (`dense_title`), keeps the code the subject means first there (docs/BENCHMARKS.md 23)."""
+    (config.root / "ops").mkdir()
+    (config.root / "ops" / "heartbeat.py").write_text(
+        "import logging\n\nlog = logging.getLogger('worker')\n\n\n"
+        "def report_heartbeat(worker, queue):\n"
+        "    # a worker is alive: its queue depth and uptime\n"
+        "    log.info('worker[%s] heartbeat ok, queue depth %d, uptime %dh', worker.id, len(queue), worker.uptime)\n")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config, embedder=minilm)
+    engine.reindex()
+    logs = "\n".join(f"INFO worker[{i}] heartbeat ok, queue depth {i * 7}, uptime {i}h" for i in range(30))
+    report = f"What does it cost to deliver a heavy package quickly?\n\n### Logs\n\n```\n{logs}\n```\n"
+
+    def first(weight, tier):
+        engine.config.tier_weights["dense_title"] = weight
+        ranked = engine._rank(report, [], None, None, graph=False).candidates
+        return next((c.chunk.path for c in ranked if c.ranks.get(tier) == 1), None)
+    assert first(0.0, "dense_title") is None  # off: not embedded
+    assert first(0.6, "dense") == "ops/heartbeat.py"  # the whole report: its logs
+    assert first(0.6, "dense_title") in ("engine/src/lib.rs", "docs/guide.md")  # the title: its subject
+    engine.close()

@@ -44,11 +44,14 @@ ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full"
 EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
 
 
+DENSE_TIERS = ("dense", "dense_title")  # the tiers that read vectors
+
+
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
     """(tier weights, graph on, z-score rerank on) for an ablation mode, from the served weights
     `base` (every tier the server has, so a new tier is never left out of `full`); in the
     single-source modes every tier not named is off."""
-    only = {"lexical": ("lexical",), "dense": ("dense",), "rrf": ("lexical", "dense")}.get(mode)
+    only = {"lexical": ("lexical",), "dense": DENSE_TIERS, "rrf": ("lexical", *DENSE_TIERS)}.get(mode)
     if only is not None:
         return {t: (w if t in only else 0.0) for t, w in base.items()}, False, False
     weights = dict(base)
@@ -63,7 +66,7 @@ def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], 
     if mode == "nocode":
         return {**weights, "code": 0.0}, True, True
     if mode == "nodense":
-        return {**weights, "dense": 0.0}, True, True
+        return {**weights, **dict.fromkeys(DENSE_TIERS, 0.0)}, True, True
     return weights, True, True  # full
 
 
