@@ -54,6 +54,12 @@ _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|P
 _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
                          r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
+# An exception class a report names (`ConnectionError`, `_UnrecognizedOptionError` in its traceback)
+# is declared in a few lines the fix rarely touches: the fix is where it is raised or caught.
+EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS = True
+_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning)$")
+_EXCEPTION_FILE = re.compile(r"(?:^|/)(?:exceptions?|errors?)\.\w+$")
+EXCEPTION_DECLARATION_LINES = 30  # longer: it does more than declare
 # A pasted report is fixed in the code it describes: its test files (which quote the same calls and
 # values) rank after code by the prose factor for reports, not the milder one for questions.
 TESTS_AS_PROSE_IN_REPORTS = True
@@ -109,6 +115,7 @@ class RerankWeights:
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
     turn_factor: float = 1.15
+    declaration_factor: float = 0.5
 
 
 _DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
@@ -155,10 +162,22 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if s.bug_report and VENDORED_AFTER_CODE_IN_REPORTS and _VENDORED_PATH.search(c.chunk.path):
         factor *= w.prose_factor_bug_report
         why.append("third-party code copied into the tree: a report's answer is the project's code")
+    if s.bug_report and EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS and _exception_declaration(c.chunk):
+        factor *= w.declaration_factor
+        why.append("declares an exception: a report's fix is where it is raised or caught")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factor *= w.template_factor
         why.append("issue template: a report echoes it")
     return factor, why
+
+
+def _exception_declaration(chunk) -> bool:
+    """A chunk of an `exceptions`/`errors` module, or a short one declaring an exception class
+    (its name ends in Error, Exception or Warning)."""
+    if _EXCEPTION_FILE.search(chunk.path):
+        return True
+    name = (chunk.symbol or "").rsplit(".", 1)[-1]
+    return bool(_EXCEPTION_NAME.search(name)) and chunk.end_line - chunk.start_line + 1 <= EXCEPTION_DECLARATION_LINES
 
 
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:

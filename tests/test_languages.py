@@ -274,3 +274,27 @@ def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project(monke
         assert structural_factor(candidate(path, 1.0), report, w)[0] == 1.0, path  # a monorepo's packages are its code
     monkeypatch.setattr(rerank, "VENDORED_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
     assert structural_factor(candidate("cextern/wcslib/C/wcs.c", 1.0), report, w)[0] == 1.0
+
+
+def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises_it(monkeypatch):
+    from dataclasses import replace
+
+    from mcp_retrieval import rerank
+    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+
+    w = RerankWeights()
+    report = signals_for("Traceback ... pylint.config.exceptions._UnrecognizedOptionError: option -Q. " * 6, [], "default")
+    declared = candidate("pylint/config/exceptions.py", 1.0, "class _UnrecognizedOptionError(Exception):\n    pass\n")
+    named = replace(declared.chunk, path="src/conn.py", symbol="ConnectionError")
+    module = replace(declared.chunk, path="requests/exceptions.py", symbol=None)
+    raising = replace(declared.chunk, path="pylint/config/config_initialization.py", symbol="_config_initialization")
+    long_one = replace(declared.chunk, path="src/conn.py", symbol="HugeError", end_line=200)
+    assert structural_factor(declared, report, w)[0] == pytest.approx(w.declaration_factor)
+    for chunk in (named, module):
+        assert structural_factor(Candidate(chunk=chunk, score=1.0), report, w)[0] == pytest.approx(w.declaration_factor)
+    for chunk in (raising, long_one):  # the raise site; a long class that does more than declare
+        assert structural_factor(Candidate(chunk=chunk, score=1.0), report, w)[0] == 1.0
+    question = signals_for("what raises ConnectionError?", [], "default")  # not a report
+    assert structural_factor(Candidate(chunk=named, score=1.0), question, w)[0] == 1.0
+    monkeypatch.setattr(rerank, "EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS", False)  # the rule decides it
+    assert structural_factor(declared, report, w)[0] == 1.0

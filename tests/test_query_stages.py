@@ -213,7 +213,9 @@ def _refund_and_report(engine, refund_source: str) -> None:
 
 
 def _first_file_with(engine, tier: str, weight: float, question: str):
-    """`packet`'s first file with `tier` at `weight`, and the tiers that found the refund module."""
+    """`packet`'s first file with `tier` at `weight`, and the tiers that found the refund module.
+    The title's own vector tier is off: the hash embedder's vectors carry no meaning."""
+    engine.config.tier_weights["dense_title"] = 0.0
     engine.config.tier_weights[tier] = weight
     items = engine.packet(question, debug=True).items
     return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
