@@ -32,6 +32,7 @@ from pathlib import PurePosixPath
 
 from mcp_retrieval.assemble import gram_set, jaccard
 from mcp_retrieval.indexers.import_links import Imports
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -42,6 +43,7 @@ SIBLING_HEAD = 5
 IMPORT_SHARE = 0.3  # a file a head file imports gains this share of the importer's score
 IMPORT_HEAD = 3
 IMPORT_SUFFIXES = (".py",)  # where it was measured to help
+IMPORT_LIFT_YIELDS_TO_STRONGER = True  # no lift past a file holding the best match of all
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
@@ -128,18 +130,31 @@ def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
     return out
 
 
-def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, str], list[str]]) -> dict[FileKey, float]:
+def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, str], list[str]],
+                   best: dict[FileKey, float] | None = None) -> dict[FileKey, float]:
     """A Python file with its own evidence gains IMPORT_SHARE of the strongest of the IMPORT_HEAD
-    head files (same root) that imports it."""
+    head files (same root) that imports it. With `best` (each file's best chunk score) and
+    IMPORT_LIFT_YIELDS_TO_STRONGER on, the lift stops just below a file that outranked it on its
+    own evidence and holds a stronger single match of code (not tests, not prose) than it and its
+    importers: the lift is for the module an entry point calls, not for passing the file the
+    question matched best."""
     head = sorted(scores, key=lambda k: -scores[k])[:IMPORT_HEAD]
     links = {key: Imports(key[1], import_specs(*key)) for key in head if key[1].endswith(IMPORT_SUFFIXES)}
     out = dict(scores)
     for key, own in scores.items():
         if not key[1].endswith(IMPORT_SUFFIXES):
             continue
-        importers = [scores[h] for h, link in links.items() if h != key and h[0] == key[0] and key[1] in link]
-        if importers:
-            out[key] = own + IMPORT_SHARE * max(importers)
+        importers = {h for h, link in links.items() if h != key and h[0] == key[0] and key[1] in link}
+        if not importers:
+            continue
+        lifted = own + IMPORT_SHARE * max(scores[h] for h in importers)
+        if best is not None and IMPORT_LIFT_YIELDS_TO_STRONGER:
+            bar = max(best.get(key, 0.0), *(best.get(h, 0.0) for h in importers))
+            stronger = [scores[f] for f in scores if f != key and f not in importers
+                        and scores[f] > own and best.get(f, 0.0) > bar]
+            if stronger:
+                lifted = max(own, min(lifted, min(stronger) - 1e-9))
+        out[key] = lifted
     return out
 
 
@@ -182,7 +197,13 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     kept = drop_near_duplicates(candidates, near_duplicate)
     scores = _lift_siblings(file_scores(kept))
     if import_specs is not None:
-        scores = _lift_imported(scores, import_specs)
+        best: dict[FileKey, float] = {}  # each file's best chunk of code (not tests, not prose)
+        for c in kept:
+            if c.chunk.language in PROSE_LANGUAGES or is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
+                continue
+            key = (c.root, c.chunk.path)
+            best[key] = max(best.get(key, c.score), c.score)
+        scores = _lift_imported(scores, import_specs, best)
     scores = _lift_coactive(scores, coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}

@@ -98,6 +98,23 @@ def test_a_file_a_head_file_imports_climbs_over_one_it_does_not():
     assert [c.chunk.path for c in unlinked][1] == "sym/solvers/solve.py"
 
 
+def test_an_imported_file_is_not_lifted_past_the_file_holding_the_best_match(monkeypatch):
+    from mcp_retrieval import file_rank
+
+    # plot.py imports groupby.py; regression.py holds the question's best single match
+    pool = [candidate("sb/plot.py", 1.0), candidate("sb/regression.py", 1.1),
+            *[candidate("sb/groupby.py", s, start=i * 10) for i, s in enumerate((0.9, 0.5, 0.4))]]
+    specs = {"sb/plot.py": ["sb.groupby:GroupBy=GroupBy"]}
+
+    def order():
+        ranked = rank_files([Candidate(chunk=c.chunk, score=c.score) for c in pool], per_file=2,
+                            import_specs=lambda root, path: specs.get(path, []))
+        return list(dict.fromkeys(c.chunk.path for c in ranked))
+    assert order() == ["sb/regression.py", "sb/groupby.py", "sb/plot.py"]  # lifted past its importer only
+    monkeypatch.setattr(file_rank, "IMPORT_LIFT_YIELDS_TO_STRONGER", False)  # the rule decides it
+    assert order() == ["sb/groupby.py", "sb/regression.py", "sb/plot.py"]
+
+
 def test_import_specs_of_each_language_name_the_files_they_import():
     cases = [  # (importer, spec, file, imports it)
         ("sympy/utilities/lambdify.py", "sympy.printing.pycode:MpmathPrinter=Printer", "sympy/printing/pycode.py", True),
