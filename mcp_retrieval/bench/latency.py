@@ -1,7 +1,7 @@
 """Answer latency on whole issue texts, in process, with each stage's share.
 
     python -m mcp_retrieval.bench latency --instances ../shared/eval/swebench_dev.jsonl \
-        --repo sympy/sympy=/path/to/git/dir [--tool packet] [--passes 4] [--no-dense]
+        --repo sympy/sympy=/path/to/git/dir [--tool packet] [--passes 4] [--no-dense | --dense-code-only]
 
 Puts the repository's work tree at the base commit of its last dev instance (as `bench swebench`
 does: history read at that commit, nothing later visible), indexes it, warms up on three
@@ -36,13 +36,16 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tool", choices=("packet", "context"), default="packet")
     ap.add_argument("--passes", type=int, default=4)
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--dense-code-only", action="store_true",
+                    help="embed only non-test source chunks, as `swebench --dense-code-only` (fast on a big repository)")
     args = ap.parse_args(argv)
     name, _, git_dir = args.repo.partition("=")
     rows = sorted(read_rows(args.instances), key=lambda r: r["instance_id"])
     rows = [r for r in rows if r["repo"] == name]
     if not rows:
         ap.error(f"no instances of {name} in {args.instances}")
-    engine, _, _, _ = open_instance(rows[-1], {name: git_dir}, Path(args.work), {}, no_dense=args.no_dense)
+    engine, _, _, _ = open_instance(rows[-1], {name: git_dir}, Path(args.work), {}, no_dense=args.no_dense,
+                                    max_priority=0 if args.dense_code_only else None)
     call = engine.packet if args.tool == "packet" else engine.context
     questions = [r["problem_statement"] for r in rows]
     for q in questions[:3]:
