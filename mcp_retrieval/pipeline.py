@@ -55,14 +55,15 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     understanding = _understand_stages(query, sub_queries, host, stages, config.decompose)
     ranked: dict[str, list[tuple[str, float]]] = {}
     pool = pool_size or config.pool_size
+    weights = config.tier_weights
+    title = question_title(query) if weights.get("title") or weights.get("dense_title") else None
     with stages.run("lexical") as st:
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
         st["detail"] = f"{len(ranked['lexical'])} hits"
         # a pasted issue's title names its subject in a few words that the body's many words
         # outvote in BM25: searched alone as its own tier, off at weight 0 (BENCHMARKS 15d)
-        title = question_title(query) if config.tier_weights.get("title") else None
-        if title:
+        if title and weights.get("title"):
             ranked["title"] = retriever.lexical_hits(with_joined_pairs(title) if JOIN_TITLE_PAIRS else title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
         # the source it quotes (the calls a reporter ran) as a third, at the title's weight, and
@@ -79,8 +80,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             st["detail"] = f"{len(ranked['dense'])} hits"
             # a pasted issue's title alone, as its own tier: in the first of the question's pieces
             # its few words are outweighed by the paragraphs around them (BENCHMARKS 23)
-            title = question_title(query) if config.tier_weights.get("dense_title") else None
-            if title:
+            if title and weights.get("dense_title"):
                 ranked["dense_title"] = retriever.dense_hits(title, pool)
                 st["detail"] += f", {len(ranked['dense_title'])} for the title"
     else:

@@ -52,7 +52,7 @@ class Switch:
         else:
             raise ValueError(f"{spec}: not a boolean switch; give the other value as {name}=VALUE")
 
-    def set(self, arm: str) -> None:
+    def set(self, arm: str, engine=None) -> None:
         setattr(self.module, self.attr, self.served if arm == "served" else self.flipped)
 
 
@@ -71,6 +71,11 @@ class Weight:
         weights = engine.config.tier_weights
         self.served.setdefault(id(engine), weights.get(self.tier, 1.0))
         weights[self.tier] = self.served[id(engine)] if arm == "served" else self.flipped
+
+
+def _set_arm(changes: list, arm: str, engine) -> None:
+    for change in changes:
+        change.set(arm, engine)
 
 
 def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
@@ -131,12 +136,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--dense", action="store_true", help="embed source chunks (default: no vectors, fast)")
     ap.add_argument("--out", default=None, help="per-question results as JSON lines")
     args = ap.parse_args(argv)
-    try:
-        switches = [Switch(s) for s in args.switch]
-        weights = [Weight(w) for w in args.weight]
+    try:  # each has `set(arm, engine)`: a module switch ignores the engine, a weight is the engine's
+        changes = [Switch(s) for s in args.switch] + [Weight(w) for w in args.weight]
     except ValueError as e:
         ap.error(str(e))
-    if not switches and not weights:
+    if not changes:
         ap.error("give at least one --switch or --weight")
     budgets = [int(b) for b in args.budgets.split(",") if b]
     repos = dict(r.split("=", 1) for r in args.repo)
@@ -151,15 +155,9 @@ def main(argv: list[str]) -> int:
                 engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
             result = {"instance_id": row["instance_id"], "repo": row["repo"]}
             for arm in ("served", "flipped"):
-                for s in switches:
-                    s.set(arm)
-                for w in weights:
-                    w.set(arm, engine)
+                _set_arm(changes, arm, engine)
                 result[arm] = _answer(engine, row, args.tool, budgets)
-            for s in switches:
-                s.set("served")
-            for w in weights:
-                w.set("served", engine)
+            _set_arm(changes, "served", engine)
             if result["served"] is None:
                 print(f"{row['instance_id']}: no gold lines resolved; skipped", file=sys.stderr)
                 continue
@@ -169,8 +167,9 @@ def main(argv: list[str]) -> int:
                 out.flush()
             print(row["instance_id"], file=sys.stderr, flush=True)
     finally:
-        for s in switches:
-            s.set("served")
+        for change in changes:
+            if isinstance(change, Switch):  # module state outlives the run; the engines close below
+                change.set("served")
         if out:
             out.close()
         for engine, _ in engines.values():

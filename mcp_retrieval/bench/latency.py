@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from mcp_retrieval.bench import read_rows
+from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.bench.checkout import open_instance
 
 
@@ -40,8 +40,7 @@ def main(argv: list[str]) -> int:
                     help="embed only non-test source chunks, as `swebench --dense-code-only` (fast on a big repository)")
     args = ap.parse_args(argv)
     name, _, git_dir = args.repo.partition("=")
-    rows = sorted(read_rows(args.instances), key=lambda r: r["instance_id"])
-    rows = [r for r in rows if r["repo"] == name]
+    rows = select_rows(read_rows(args.instances), {name})
     if not rows:
         ap.error(f"no instances of {name} in {args.instances}")
     engine, _, _, _ = open_instance(rows[-1], {name: git_dir}, Path(args.work), {}, no_dense=args.no_dense,
