@@ -161,6 +161,11 @@ class MiniLMEmbedder:
                 self._bulk_model = self._load()
             return self._run(self._bulk_model, texts)
 
+    def forget_questions(self) -> None:
+        """Empty the recent-question memory (so `bench latency` times each question as asked once)."""
+        with self._query_lock:
+            self._recent.clear()
+
     def release(self) -> None:
         """Drop the bulk session and its arena (reloaded in ~0.1 s when chunks come again)."""
         with self._bulk_lock:

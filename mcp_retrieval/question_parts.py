@@ -78,3 +78,55 @@ def _own_lines(block: str) -> list[str]:
             out.append(line)
         echo = bool(_TRACE_FRAME.match(line))
     return out
+
+
+# A line of an environment dump (`xr.show_versions()`, `pip list`, an issue template's Versions
+# section): a short name, then a version or None — `numpy: 1.18.5`, `LANG: en_US.UTF-8`,
+# `pytest 4.4.0`, `Python 3.10.9 (main, ...) [Clang ...]`.
+_ENV_LINE = re.compile(r"^[ \t>*-]*[A-Za-z][\w.+/ -]{0,39}?(?:[ \t]*[:=][ \t]*(?:v?\d[\w.+-]*|None|unknown|N/A|"
+                       r"[\w.-]+\.UTF-?8)|[ \t]+v?\d+\.\d+\.\d+[\w.+-]*)[ \t]*(?:\([^)\n]*\))?[ \t]*(?:\[[^\]\n]*\])?[ \t]*$",
+                       re.I)
+# The line that introduces one: `Output of xr.show_versions()`, "`pip list` of the environment".
+_ENV_INTRO = re.compile(r"version|pip (?:list|freeze)|conda list|go env|environment|installed", re.I)
+# What stands between that line and the dump: fences, markup, a table's header and rules.
+_MARKUP = re.compile(r"^\s*(?:`{3,}\w*|~{3,}\w*|</?details>|</?summary>|[-=\s]+|package\s+version)?\s*$", re.I)
+_FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})")
+MIN_ENV_LINES = 4
+
+
+def without_environment(query: str) -> tuple[str, int]:
+    """The question without its environment dumps, and how many lines were set aside. A run of at
+    least `MIN_ENV_LINES` lines of names and versions (two other lines at most between them; most
+    of the run such lines) is the reporter's installation, not the subject: its package names
+    match the project's version-printing code and optional backends (xarray's `print_versions.py`
+    and `h5netcdf_.py` first for a dask question). The line introducing it goes too — it names the
+    function that printed it (`xr.show_versions()`)."""
+    lines = query.splitlines()
+    env = [bool(_ENV_LINE.match(ln)) for ln in lines]
+    drop: set[int] = set()
+    i = 0
+    while i < len(lines):
+        if not env[i]:
+            i += 1
+            continue
+        end, gap = i, 0
+        for j in range(i + 1, len(lines)):
+            if env[j]:
+                end, gap = j, 0
+            elif lines[j].strip() and (gap := gap + 1) > 2:
+                break
+        run = range(i, end + 1)
+        found = sum(env[j] for j in run)
+        if found >= MIN_ENV_LINES and found >= 0.6 * sum(bool(lines[j].strip()) for j in run):
+            drop.update(run)
+            k = i - 1
+            while k >= 0 and _MARKUP.match(lines[k]):
+                if lines[k].strip() and not _FENCE_LINE.match(lines[k]):  # fences stay paired
+                    drop.add(k)
+                k -= 1
+            if k >= 0 and len(lines[k]) <= 160 and _ENV_INTRO.search(lines[k]):
+                drop.add(k)
+        i = end + 1
+    if not drop:
+        return query, 0
+    return "\n".join(ln for n, ln in enumerate(lines) if n not in drop), len(drop)

@@ -358,3 +358,53 @@ def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine, monkeypa
     assert "src/shop/__init__.py" not in engine.retriever.path_hits(extract(question, []), question)[1]
     monkeypatch.setattr(retrieve, "TOP_PACKAGE_IS_NO_MODULE_ANCHOR", False)  # the rule is what decides it
     assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
+
+
+ENV_DUMP = ("<details><summary>Output of <tt>shop.show_versions()</tt></summary>\n\n```\ncommit: None\n"
+            "python: 3.8.3 (default, Jul  2 2020, 11:26:31)\npython-bits: 64\nOS: Linux\nLANG: en_US.UTF-8\n"
+            "numpy: 1.18.5\npandas: 1.0.5\nh5py: 2.10.0\nnetCDF4: None\nzarr: None\ndask: 2.20.0\n"
+            "setuptools: 49.2.0\n```\n</details>\n")
+
+
+def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(engine, monkeypatch):
+    from mcp_retrieval import pipeline
+    from mcp_retrieval.question_parts import without_environment
+
+    root = engine.config.root
+    (root / "src" / "shop" / "versions.py").write_text(
+        "def show_versions():\n    \"\"\"Print the versions of numpy, pandas, h5py, netCDF4, zarr, dask, setuptools.\"\"\"\n"
+        "    for name in ('numpy', 'pandas', 'h5py', 'netCDF4', 'zarr', 'dask', 'setuptools'):\n"
+        "        print(name, version_of(name))\n    print('python', 'python-bits', 'commit', 'OS', 'LANG')\n")
+    (root / "src" / "shop" / "discount.py").write_text(
+        "def seasonal_discount(order, season):\n    \"\"\"The discount of an order in a season.\"\"\"\n"
+        "    return order.total * RATES[season]\n")
+    engine.reindex()
+    question = f"seasonal_discount is wrong in winter\n\nThe winter discount of an order is too high.\n\n{ENV_DUMP}"
+    kept, set_aside = without_environment(question)
+    assert set_aside == 13 and "show_versions" not in kept and "numpy" not in kept and "winter discount" in kept
+    assert without_environment("x = 1\n\nprint(x)  # 1.2.3\n") == ("x = 1\n\nprint(x)  # 1.2.3\n", 0)
+    # a table of values (a name and a number a line) is no environment dump
+    assert without_environment("a    1.0\nb    2.0\nc    3.0\nd    4.0\n")[1] == 0
+
+    monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", False)
+    assert "src/shop/versions.py" in [i.path for i in engine.packet(question).items][:2]
+    monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", True)
+    paths = [i.path for i in engine.packet(question).items]
+    assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
+
+
+def test_the_vector_tiers_running_beside_the_lexical_ones_change_no_answer(engine, monkeypatch):
+    from mcp_retrieval import pipeline
+
+    question = "Refund for a returned part is wrong\n\nThe refund of a returned order part is rounded twice."
+
+    def answer():
+        r = engine.packet(question, debug=True)
+        return [(i.path, i.tiers) for i in r.items], [s.name for s in r.debug.stages]
+
+    monkeypatch.setattr(pipeline, "DENSE_BESIDE_LEXICAL", False)
+    in_turn, stages = answer()
+    monkeypatch.setattr(pipeline, "DENSE_BESIDE_LEXICAL", True)
+    beside, stages_beside = answer()
+    assert beside == in_turn and any("dense" in tiers for _, tiers in beside)
+    assert stages_beside == stages and stages.index("dense") < stages.index("lexical")

@@ -1,12 +1,14 @@
 """Answer latency on whole issue texts, in process, with each stage's share.
 
     python -m mcp_retrieval.bench latency --instances ../shared/eval/swebench_dev.jsonl \
-        --repo sympy/sympy=/path/to/git/dir [--tool packet] [--passes 4] [--no-dense | --dense-code-only]
+        --repo sympy/sympy=/path/to/git/dir [--tool packet] [--passes 4] [--no-dense | --dense-code-only] [--switch module.NAME[=VALUE]]
 
 Puts the repository's work tree at the base commit of its last dev instance (as `bench swebench`
 does: history read at that commit, nothing later visible), indexes it, warms up on three
 questions, then times the tool on every dev question of that repository in `--passes` passes
-(the order reversed every other pass). Reports p50/p95 of the whole call and the median of each
+(the order reversed every other pass), each as asked for the first time (the embedder's memory of
+recent questions emptied before each call: the order's reversal had put a pass's last questions,
+still remembered, first in the next). Reports p50/p95 of the whole call and the median of each
 stage from `debug.stages` — the numbers behind #18's "packet p50 under 50 ms on sympy".
 """
 
@@ -20,6 +22,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from mcp_retrieval.bench import read_rows, select_rows
+from mcp_retrieval.bench.ab import Switch
 from mcp_retrieval.bench.checkout import open_instance
 
 
@@ -38,7 +41,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--no-dense", action="store_true")
     ap.add_argument("--dense-code-only", action="store_true",
                     help="embed only non-test source chunks, as `swebench --dense-code-only` (fast on a big repository)")
+    ap.add_argument("--switch", action="append", default=[],
+                    help="module.NAME or module.NAME=VALUE in mcp_retrieval, set for the whole run (as `bench ab`'s flipped arm)")
     args = ap.parse_args(argv)
+    for spec in args.switch:
+        Switch(spec).set("flipped")
     name, _, git_dir = args.repo.partition("=")
     rows = select_rows(read_rows(args.instances), {name})
     if not rows:
@@ -53,6 +60,8 @@ def main(argv: list[str]) -> int:
     stages: dict[str, list[float]] = defaultdict(list)
     for n in range(args.passes):
         for q in questions if n % 2 == 0 else questions[::-1]:
+            if forget := getattr(engine.embedder, "forget_questions", None):
+                forget()  # cold: a question's vectors are not left from its last pass
             t0 = time.perf_counter()
             result = call(q, debug=True)
             totals.append((time.perf_counter() - t0) * 1000)
