@@ -152,9 +152,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
 
 def _dense_stage(retriever: Retriever, queries: list[str], title: str | None, pool: int,
                  log: StageLog) -> dict[str, list[tuple[str, float]]]:
-    """The vector tiers: the question's pieces (and its sub-questions), and a pasted issue's title
-    alone as its own tier — in the first of the question's pieces the title's few words are
-    outweighed by the paragraphs around them (BENCHMARKS 23a)."""
+    """The vector tiers: the question's start (and its sub-questions), and a pasted issue's title
+    alone as its own tier — in the question's start the title's few words are outweighed by the
+    paragraphs around them (BENCHMARKS 23a)."""
     ranked: dict[str, list[tuple[str, float]]] = {}
     with log.run("dense") as st:
         ranked["dense"] = _merge_best(retriever.dense_hits(q, pool) for q in queries)

@@ -23,7 +23,9 @@ from mcp_retrieval.models import Tier
 
 log = logging.getLogger(__name__)
 QUERY_PIECE_CHARS = 1000
-MAX_QUERY_PIECES = 3
+# One piece (the question's start, title first): two more pieces of a long report cost 30 ms of
+# embedding a question and lost more unseen questions than they found (BENCHMARKS 24b)
+MAX_QUERY_PIECES = 1
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
 NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
@@ -306,7 +308,8 @@ class Retriever:
 
 
 def query_pieces(text: str) -> list[str]:
-    """Long questions do not fit the model's window: embed up to three pieces, title first."""
+    """Long questions do not fit the model's window: the first `MAX_QUERY_PIECES` pieces of about
+    `QUERY_PIECE_CHARS` (whole paragraphs), title first."""
     text = text.strip()
     if len(text) <= QUERY_PIECE_CHARS:
         return [text]

@@ -32,9 +32,9 @@ def test_a_paraphrased_question_finds_the_right_code_by_meaning(config, minilm, 
 
 
 def test_a_pasted_reports_title_is_embedded_on_its_own(config, minilm, tmp_path):
-    """A pasted report's logs, embedded as one of its pieces, outscore its subject in the `dense`
-    tier (a chunk's best similarity to any piece counts); the title embedded alone, as its own
-    tier (`dense_title`), keeps the code the subject means first there (docs/BENCHMARKS.md 23)."""
+    """A pasted report's logs, embedded with its title, outscore its subject in the `dense` tier;
+    the title embedded alone, as its own tier (`dense_title`), keeps the code the subject means
+    first there (docs/BENCHMARKS.md 23)."""
     (config.root / "ops").mkdir()
     (config.root / "ops" / "heartbeat.py").write_text(
         "import logging\n\nlog = logging.getLogger('worker')\n\n\n"
@@ -44,7 +44,7 @@ def test_a_pasted_reports_title_is_embedded_on_its_own(config, minilm, tmp_path)
     config.cache_dir = tmp_path / "cache"
     engine = Engine(config, embedder=minilm)
     engine.reindex()
-    logs = "\n".join(f"INFO worker[{i}] heartbeat ok, queue depth {i * 7}, uptime {i}h" for i in range(30))
+    logs = "\n".join(f"INFO worker[{i}] heartbeat ok, queue depth {i * 7}, uptime {i}h" for i in range(12))
     report = f"What does it cost to deliver a heavy package quickly?\n\n### Logs\n\n```\n{logs}\n```\n"
 
     def first(weight, tier):
