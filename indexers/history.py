@@ -148,17 +148,23 @@ class History:
                                         "LIMIT ?", (match, COMMITS_PER_QUERY)).fetchall()
             except sqlite3.Error:
                 return []
-            scores: dict[str, float] = {}
-            subjects: dict[str, str] = {}
-            for rank, (cid,) in enumerate(hits):
-                row = self._db.execute("SELECT subject, nfiles FROM commits WHERE id=?", (cid,)).fetchone()
-                if row is None or not row[1] or row[1] > MAX_FILES_PER_COMMIT:
-                    continue
-                credit = 1.0 / (rank + 5) / math.sqrt(row[1])
-                for (path,) in self._db.execute("SELECT path FROM commit_files WHERE commit_id=?", (cid,)):
-                    if path in known:
-                        scores[path] = scores.get(path, 0.0) + credit
-                        subjects.setdefault(path, row[0])
+            ids = [cid for (cid,) in hits]
+            touched: dict[int, tuple[str, int, list[str]]] = {}  # commit -> (subject, nfiles, paths): one read, not two a commit
+            for cid, subject, nfiles, path in self._db.execute(
+                    f"SELECT c.id, c.subject, c.nfiles, f.path FROM commits c JOIN commit_files f ON f.commit_id = c.id "
+                    f"WHERE c.id IN ({','.join('?' * len(ids))}) ORDER BY f.rowid", ids):
+                touched.setdefault(cid, (subject, nfiles, []))[2].append(path)
+        scores: dict[str, float] = {}
+        subjects: dict[str, str] = {}
+        for rank, cid in enumerate(ids):
+            subject, nfiles, paths = touched.get(cid, ("", 0, []))
+            if not nfiles or nfiles > MAX_FILES_PER_COMMIT:
+                continue
+            credit = 1.0 / (rank + 5) / math.sqrt(nfiles)
+            for path in paths:
+                if path in known:
+                    scores[path] = scores.get(path, 0.0) + credit
+                    subjects.setdefault(path, subject)
         ranked = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
         return [FileEvidence(p, s, subjects[p]) for p, s in ranked]
 

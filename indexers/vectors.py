@@ -29,6 +29,22 @@ ANN_NPROBES = 20
 ANN_REFINE = 10
 
 
+_blas_limited = False
+
+
+def one_blas_thread() -> None:
+    """numpy's OpenBLAS threads spin for a while after each product; on two cores they slowed the
+    question's embedding (onnxruntime, right after or beside a search) from 24 to 40 ms on sympy
+    (docs/BENCHMARKS.md 24c). The mirror's matrix-vector product needs no second thread: 1.4 ms
+    at 19k rows single-threaded, 2.0 ms with two. Process-wide, set once."""
+    global _blas_limited
+    if not _blas_limited:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(limits=1, user_api="blas")
+        _blas_limited = True
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -42,6 +58,7 @@ class VectorIndex:
     def __init__(self, directory: Path, dim: int, ann_min_rows: int = ANN_MIN_ROWS):
         import lancedb
 
+        one_blas_thread()
         directory.mkdir(parents=True, exist_ok=True)
         self.dim = dim
         self.ann_min_rows = ann_min_rows

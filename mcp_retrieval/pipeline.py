@@ -5,7 +5,6 @@ in `engine`. Each stage is timed and reported; optional stages degrade to pass-t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.graph import CodeGraph
@@ -23,10 +22,7 @@ from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 JOIN_TITLE_PAIRS = True  # the title tier also searches `man page` as `manpage` (question_parts.with_joined_pairs)
-_DENSE_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dense")
-LEXICAL_TIERS = ("lexical", "title", "code")
 ENVIRONMENT_SET_ASIDE = True  # version dumps leave the question before any stage reads it (question_parts)
-DENSE_BESIDE_LEXICAL = True  # the vector tiers run beside the lexical and anchor stages, not before them
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -67,19 +63,6 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     pool = pool_size or config.pool_size
     weights = config.tier_weights
     title = question_title(query) if weights.get("title") or weights.get("dense_title") else None
-    has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
-    dense_log, dense_at = StageLog(), len(stages.stages)
-    if has_vectors:
-        # the question's embedding is most of a with-vector answer's time and runs in onnxruntime
-        # outside the GIL: started here, it overlaps the lexical, anchor and history stages
-        dense_queries = [understanding.retrieval_query, *understanding.sub_queries]
-        dense_title = title if weights.get("dense_title") else None
-        dense = _DENSE_POOL.submit(_dense_stage, retriever, dense_queries, dense_title, pool, dense_log)
-        if not DENSE_BESIDE_LEXICAL:
-            dense.result()
-    else:
-        stages.skip("dense", "no vectors yet (lexical first; vectors fill in behind)" if retriever.embedder
-                    else "no embedding model")
     with stages.run("lexical") as st:
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
@@ -95,6 +78,13 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         if code:
             ranked["code"] = _in_languages(retriever, retriever.lexical_hits(code, pool), CODE_TIER_LANGUAGES)
             st["detail"] += f", {len(ranked['code'])} for the code"
+    has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
+    if has_vectors:
+        ranked.update(_dense_tiers(retriever, [understanding.retrieval_query, *understanding.sub_queries],
+                                   title if weights.get("dense_title") else None, pool, stages))
+    else:
+        stages.skip("dense", "no vectors yet (lexical first; vectors fill in behind)" if retriever.embedder
+                    else "no embedding model")
     anchored_files: list[str] = []
     with stages.run("anchors") as st:
         symbol_hits = retriever.symbol_hits(anchors)  # first: a named file's named definitions lead its path hits
@@ -113,10 +103,6 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             st["detail"] = f"{history.status}; {len(ranked['history'])} files"
             if not ranked["history"] and history.status.startswith("skipped"):
                 st["status"] = "skipped"
-    if has_vectors:  # the vector tiers fuse after the lexical ones, as when the stages ran in turn
-        lexical = {t: ranked.pop(t) for t in LEXICAL_TIERS if t in ranked}
-        ranked = {**lexical, **dense.result(), **ranked}
-        stages.stages[dense_at:dense_at] = dense_log.stages  # listed where it started
     with stages.run("fusion") as st:
         scores = fusion.rrf({t: [cid for cid, _ in hits] for t, hits in ranked.items()}, config.tier_weights,
                             config.rrf_k)
@@ -150,7 +136,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     return result
 
 
-def _dense_stage(retriever: Retriever, queries: list[str], title: str | None, pool: int,
+def _dense_tiers(retriever: Retriever, queries: list[str], title: str | None, pool: int,
                  log: StageLog) -> dict[str, list[tuple[str, float]]]:
     """The vector tiers: the question's start (and its sub-questions), and a pasted issue's title
     alone as its own tier — in the question's start the title's few words are outweighed by the

@@ -392,19 +392,3 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     paths = [i.path for i in engine.packet(question).items]
     assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
 
-
-def test_the_vector_tiers_running_beside_the_lexical_ones_change_no_answer(engine, monkeypatch):
-    from mcp_retrieval import pipeline
-
-    question = "Refund for a returned part is wrong\n\nThe refund of a returned order part is rounded twice."
-
-    def answer():
-        r = engine.packet(question, debug=True)
-        return [(i.path, i.tiers) for i in r.items], [s.name for s in r.debug.stages]
-
-    monkeypatch.setattr(pipeline, "DENSE_BESIDE_LEXICAL", False)
-    in_turn, stages = answer()
-    monkeypatch.setattr(pipeline, "DENSE_BESIDE_LEXICAL", True)
-    beside, stages_beside = answer()
-    assert beside == in_turn and any("dense" in tiers for _, tiers in beside)
-    assert stages_beside == stages and stages.index("dense") < stages.index("lexical")

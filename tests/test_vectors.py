@@ -39,3 +39,12 @@ def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_p
     index.delete_paths(["p7.py"])  # c7 lives in p7.py
     assert "c7" not in {cid for cid, _ in index.search(vectors[7], 10)}
     assert VectorIndex(tmp_path / "lance", 384, ann_min_rows=1000).ann  # a reopened table knows its index
+
+
+def test_opening_a_vector_index_leaves_numpy_one_blas_thread(tmp_path):
+    """OpenBLAS's idle workers spin beside the question's embedding on two cores (docs/BENCHMARKS.md 24c)."""
+    from threadpoolctl import threadpool_info
+
+    VectorIndex(tmp_path / "v", dim=4)
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
