@@ -92,6 +92,15 @@ _ENV_INTRO = re.compile(r"version|pip (?:list|freeze)|conda list|go env|environm
 _MARKUP = re.compile(r"^\s*(?:`{3,}\w*|~{3,}\w*|</?details>|</?summary>|[-=\s]+|package\s+version)?\s*$", re.I)
 _FENCE_LINE = re.compile(r"^\s*(?:`{3,}|~{3,})")
 MIN_ENV_LINES = 4
+# A template's section about the reporter's machine: `### Environment`, `**Environment**:`,
+# `## Versions`, `### OS / Environment`, `#### System information` ...
+_ENV_HEADING = re.compile(r"^\s*(?:#{1,6}\s*|\*\*)?(?:your\s+|os\s*/\s*)?(?:environment|versions?|system\s+info\w*|"
+                          r"platform|version\s+and\s+environment\s+details|os)\b[^\n]{0,60}$", re.I)
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$)")
+# One of its facts: `- OS: macOS 11.6`, `* Node.js Version: 16.13.0`, `go version go1.20.4 darwin/arm64`.
+_ENV_FACT = re.compile(r"^\s*(?:[-*+]\s+)?[^\s:][^:\n]{0,60}:\s*\S[^\n]{0,120}$|^\s*(?:[-*+]\s+)?\S[^\n]{0,60}\d+\.\d+[^\n]{0,60}$")
+MAX_ENV_FACTS = 12
+_DOTTED_MODULE = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}\b")  # sphinx.ext.autodoc, not Node.js
 
 
 def without_environment(query: str) -> tuple[str, int]:
@@ -127,6 +136,33 @@ def without_environment(query: str) -> tuple[str, int]:
             if k >= 0 and len(lines[k]) <= 160 and _ENV_INTRO.search(lines[k]):
                 drop.add(k)
         i = end + 1
+    if ENV_SECTIONS:
+        drop |= _environment_sections(lines)
     if not drop:
         return query, 0
     return "\n".join(ln for n, ln in enumerate(lines) if n not in drop), len(drop)
+
+
+ENV_SECTIONS = True
+
+
+def _environment_sections(lines: list[str]) -> set[int]:
+    """The lines of a template's Environment/Versions section whose body is a few facts of the
+    reporter's machine (`- OS: macOS`, `- go version: 1.16.3`), heading included, but for a fact
+    that names a dotted module (the extensions in use); a section holding anything else (prose,
+    code) stays."""
+    drop: set[int] = set()
+    for i, line in enumerate(lines):
+        if not _ENV_HEADING.match(line):
+            continue
+        body: list[int] = []
+        for j in range(i + 1, len(lines)):
+            if _HEADING.match(lines[j]):
+                break
+            if lines[j].strip():
+                body.append(j)
+        if 1 <= len(body) <= MAX_ENV_FACTS and all(_ENV_FACT.match(lines[j]) or _ENV_LINE.match(lines[j])
+                                                   for j in body):
+            # a fact naming the project's code (`Sphinx extensions: sphinx.ext.autodoc`) stays
+            drop.update([i, *(j for j in body if not _DOTTED_MODULE.search(lines[j]))])
+    return drop

@@ -385,6 +385,11 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     assert without_environment("x = 1\n\nprint(x)  # 1.2.3\n") == ("x = 1\n\nprint(x)  # 1.2.3\n", 0)
     # a table of values (a name and a number a line) is no environment dump
     assert without_environment("a    1.0\nb    2.0\nc    3.0\nd    4.0\n")[1] == 0
+    # a template's Environment section of a few facts goes, heading included; one holding prose stays
+    section = "Bug in routing\n\n## Environment\n\n- go version: 1.16.3\n- operating system: macosx\n\n## Next\nmore"
+    assert without_environment(section) == ("Bug in routing\n\n\n\n## Next\nmore", 3)
+    prose = "## Environment\nIt fails when the router runs inside a container, see below.\n"
+    assert without_environment(prose) == (prose, 0)
 
     monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", False)
     assert "src/shop/versions.py" in [i.path for i in engine.packet(question).items][:2]
