@@ -149,6 +149,8 @@ class History:
             except sqlite3.Error:
                 return []
             ids = [cid for (cid,) in hits]
+            if not ids:
+                return []
             touched: dict[int, tuple[str, int, list[str]]] = {}  # commit -> (subject, nfiles, paths): one read, not two a commit
             for cid, subject, nfiles, path in self._db.execute(
                     f"SELECT c.id, c.subject, c.nfiles, f.path FROM commits c JOIN commit_files f ON f.commit_id = c.id "
