@@ -100,6 +100,7 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$)")
 # One of its facts: `- OS: macOS 11.6`, `* Node.js Version: 16.13.0`, `go version go1.20.4 darwin/arm64`.
 _ENV_FACT = re.compile(r"^\s*(?:[-*+]\s+)?[^\s:][^:\n]{0,60}:\s*\S[^\n]{0,120}$|^\s*(?:[-*+]\s+)?\S[^\n]{0,60}\d+\.\d+[^\n]{0,60}$")
 MAX_ENV_FACTS = 12
+ENV_SECTIONS = True  # such sections go too (BENCHMARKS 24a: three multilingual questions up, no Python one moved)
 _DOTTED_MODULE = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}\b")  # sphinx.ext.autodoc, not Node.js
 
 
@@ -109,7 +110,8 @@ def without_environment(query: str) -> tuple[str, int]:
     of the run such lines) is the reporter's installation, not the subject: its package names
     match the project's version-printing code and optional backends (xarray's `print_versions.py`
     and `h5netcdf_.py` first for a dask question). The line introducing it goes too — it names the
-    function that printed it (`xr.show_versions()`)."""
+    function that printed it (`xr.show_versions()`) —, and so does a template's Environment section
+    of a few `key: value` facts (`_environment_sections`)."""
     lines = query.splitlines()
     env = [bool(_ENV_LINE.match(ln)) for ln in lines]
     drop: set[int] = set()
@@ -141,9 +143,6 @@ def without_environment(query: str) -> tuple[str, int]:
     if not drop:
         return query, 0
     return "\n".join(ln for n, ln in enumerate(lines) if n not in drop), len(drop)
-
-
-ENV_SECTIONS = True
 
 
 def _environment_sections(lines: list[str]) -> set[int]:

@@ -396,4 +396,3 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", True)
     paths = [i.path for i in engine.packet(question).items]
     assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
-
