@@ -78,6 +78,16 @@ _PANICKED = re.compile(r"panicked at ['\"]([^'\"\n]{8,300})['\"]")
 # documentation builder, compiler or linter prints first ("/doc/index.rst:5: WARNING: duplicate
 # label"): up to the line's end or a closing quote. `ValueError:` is the exception pattern's.
 _LOGGED_MESSAGE = re.compile(r"(?<![\w.])(?i:warning|error|critical|fatal)(?:\[[\w-]+\])?:[ \t]+([^\n\"'`]{8,300})")
+# A message printed after its source location, as GNU tools, documentation builders and linters
+# do with no level word first ("index.rst:4:Malformed option description '[x]'", "a.py:1:0:
+# W0611: Unused import os"): the rest of the line is the program's message. Not a test runner's
+# failure frame ("expr.py:124: in __eq__"), which names a function, not a message. A listing of
+# more than MAX_LOCATED_LINES such lines is a tool's run over the reporter's project (a linter's
+# 200 findings): its output is the setting, not the complaint.
+LOCATED_MESSAGES = True
+MAX_LOCATED_LINES = 5
+_LOCATED_MESSAGE = re.compile(r"^[ \t]*[\w./\\-]*\w\.[A-Za-z]\w{0,5}:\d+(?::\d+)?:[ \t]*(?!in [\w.<>]+[ \t]*$)"
+                              r"(\S[^\n]{7,299})$", re.M)
 # An exception's message: `ValueError: ...`, `pkg.FooWarning ...`, or a bare `Error: ...` (not prose
 # that starts with the word "Error").
 _EXCEPTION_MESSAGE = re.compile(r"^\s*(?:\w+\.)*(?:\w+(?:Error|Exception|Warning)\b:?|(?:Error|Exception|Warning):)"
@@ -236,6 +246,8 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     anchors.errors = [m.group(1).strip() for m in _ERROR.finditer(query)][:5]
     quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED, _LOGGED_MESSAGE)
                        for m in pattern.finditer(query)]
+    located = list(dict.fromkeys(m.group(1) for m in _LOCATED_MESSAGE.finditer(query))) if LOCATED_MESSAGES else []
+    quoted_messages += located if len(located) <= MAX_LOCATED_LINES else []
     anchors.messages = message_fragments(quoted_messages)
     if READ_OPTIONS:
         anchors.options = list(dict.fromkeys(f"--{m.group(1)}" for m in _OPTION.finditer(query)

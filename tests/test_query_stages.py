@@ -279,6 +279,17 @@ def test_a_logged_message_in_quotes_or_after_a_location_is_read_as_a_message():
     assert not any("DeprecationWarning" in m for m in extract("DeprecationWarning: the old api is gone", []).messages)
 
 
+def test_a_message_printed_after_its_location_alone_is_read_as_a_message():
+    a = extract("Warning, treated as error:\n"
+                "../docs/trace.rst.inc:4:Malformed option description '[enable=]PATTERN', should look like \"opt\"\n"
+                "shop/cart.py:1:0: W0611: Unused import os (unused-import)\n"
+                "shop/cart.py:124: in __eq__\n", [])
+    assert "Malformed option description" in a.messages and "Unused import os" in a.messages
+    assert not any("__eq__" in m for m in a.messages)  # a test runner's failure frame names a function
+    run = "\n".join(f"shop/m{i}.py:{i}:0: C0301: Line too long ({i}/80)" for i in range(6))
+    assert extract(run, []).messages == []  # a linter's run over the project is the setting, not the complaint
+
+
 def test_a_from_import_names_the_module_of_each_imported_name_not_the_package():
     a = extract("Totals are wrong\n```\n>>> from shop import Cart, price_of as p\n>>> Cart().total()\n```", [])
     assert {"shop.Cart", "shop.price_of"} <= set(a.dotted) and "shop" not in a.dotted
