@@ -68,7 +68,7 @@ class VectorIndex:
         self._lock = threading.Lock()
         self._table = self._open()
         self.ann = self._has_ann_index()
-        self._mirror_at = 0.0
+        self._checked_at = 0.0
         self._drop_mirror()
 
     def _open(self):
@@ -137,8 +137,8 @@ class VectorIndex:
 
         A flat LanceDB query scans the table's files on every call (6.5 ms at 10k rows, 128 ms at
         100k); one BLAS matrix-vector product over a float32 mirror is exact and 0.1-3.3 ms. The
-        mirror reloads when the table's version moves, at most every RELOAD_S while another process
-        writes; this process's own upserts and deletes update the mirror in place.
+        mirror reloads when the table's version moves, which is asked at most every RELOAD_S; this
+        process's own upserts and deletes update the mirror in place.
         """
         matrix, ids = (None, []) if self.ann else self._mirror()
         if self.ann:  # built here, or found by the mirror's reload (another process built it)
@@ -162,9 +162,12 @@ class VectorIndex:
 
     def _mirror(self):
         with self._lock:
-            version = self._table.version
-            stale = version != self._mirror_version
-            if self._matrix is None or (stale and time.monotonic() - self._mirror_at > RELOAD_S):
+            now = time.monotonic()
+            if self._matrix is not None and now - self._checked_at <= RELOAD_S:
+                return self._matrix, self._ids  # the table's version is asked at most every RELOAD_S
+            version = self._table.version  # (a round trip through LanceDB's event loop: ~0.5 ms)
+            self._checked_at = now
+            if self._matrix is None or version != self._mirror_version:
                 if self._has_ann_index():  # another process built it: use it, hold no mirror
                     self.ann = True
                     return None, []
@@ -176,7 +179,7 @@ class VectorIndex:
                     np.zeros((0, self.dim), dtype=np.float32)
                 self._matrix = _unit_rows(matrix)
                 self._ids = ids
-                self._mirror_version, self._mirror_at = version, time.monotonic()
+                self._mirror_version = version
                 del data, flat, matrix
                 if len(ids) > 5000:  # Arrow's pool keeps the read's pages otherwise (~100 MB on sympy)
                     return_freed_memory()
@@ -185,6 +188,14 @@ class VectorIndex:
     def count(self) -> int:
         with self._lock:
             return self._table.count_rows()
+
+    def has_rows(self) -> bool:
+        """Whether any vector is stored, asked before every question: the mirror's rows while it is
+        current (this process's writes keep it so), else the table's count."""
+        with self._lock:
+            if not self.ann and self._matrix is not None and time.monotonic() - self._checked_at <= RELOAD_S:
+                return bool(self._ids)
+        return self.count() > 0
 
     def reset(self) -> None:
         """Drop every vector (the embedding model changed: old and new vectors do not compare)."""

@@ -78,7 +78,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         if code:
             ranked["code"] = _in_languages(retriever, retriever.lexical_hits(code, pool), CODE_TIER_LANGUAGES)
             st["detail"] += f", {len(ranked['code'])} for the code"
-    has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.count() > 0
+    has_vectors = retriever.vectors is not None and retriever.embedder is not None and retriever.vectors.has_rows()
     if has_vectors:
         ranked.update(_dense_tiers(retriever, [understanding.retrieval_query, *understanding.sub_queries],
                                    title if weights.get("dense_title") else None, pool, stages))

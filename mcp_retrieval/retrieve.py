@@ -155,7 +155,7 @@ class Retriever:
         return self.lexical.search(text, limit)
 
     def dense_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
-        if self.vectors is None or self.embedder is None or self.vectors.count() == 0:
+        if self.vectors is None or self.embedder is None or not self.vectors.has_rows():
             return []
         pieces = query_pieces(text)
         vectors = self.embedder.embed(pieces)

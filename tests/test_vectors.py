@@ -48,3 +48,31 @@ def test_opening_a_vector_index_leaves_numpy_one_blas_thread(tmp_path):
     VectorIndex(tmp_path / "v", dim=4)
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+
+def test_a_question_asks_the_table_nothing_while_the_mirror_is_current(tmp_path, monkeypatch):
+    """Each LanceDB call is a round trip through its event loop (~0.5 ms, three a question): the
+    mirror asks the table's version at most every RELOAD_S, and whether any vector is stored from
+    its own rows."""
+    from mcp_retrieval.indexers import vectors as module
+
+    index = VectorIndex(tmp_path / "lance", 8)
+    assert not index.has_rows()
+    index.upsert(["a", "b"], ["a.py", "b.py"], np.stack([unit(1), unit(2)]))
+    asked = []
+
+    class Counting:
+        def __init__(self, table):
+            self._t = table
+
+        def __getattr__(self, name):
+            asked.append(name)
+            return getattr(self._t, name)
+
+    assert index.search(unit(1), 1)[0][0] == "a"  # loads the mirror
+    index._table = Counting(index._table)
+    assert index.has_rows() and index.search(unit(2), 1)[0][0] == "b" and index.has_rows()
+    assert asked == []
+    monkeypatch.setattr(module, "RELOAD_S", 0.0)
+    assert index.search(unit(2), 1)[0][0] == "b" and asked == ["version"]
