@@ -22,7 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from mcp_retrieval.doc_lines import elidable_runs
+from mcp_retrieval.doc_lines import documentation_lines, elidable_runs
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
@@ -39,6 +39,7 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old 
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
 NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
+EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of documentation (25c)
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -211,15 +212,18 @@ def _signature_end(lines: list[str]) -> int:
     return 1
 
 
-def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line: int) -> str | None:
+def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line: int, language: str = "") -> str | None:
     """The signature plus the lines around those sharing the most terms with the question, within
     `max_tokens`; elided runs are marked with their line numbers. None when nothing matches or
     not even the signature and one match fit. Costs are summed per line (an upper bound: tokens
-    add up across lines, the byte floor only rounds up), so no trial rendering is needed."""
+    add up across lines, the byte floor only rounds up), so no trial rendering is needed. Lines of
+    code are matched before lines of documentation (`EXCERPT_CODE_FIRST`): a docstring restates
+    the question's words, the code is what an agent edits."""
     lines = text.split("\n")
     sig = _signature_end(lines)
+    docs = documentation_lines(lines, language) if EXCERPT_CODE_FIRST and language else set()
     hits = sorted(((len(set(terms(line)) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
-                  key=lambda h: (-h[0], h[1]))
+                  key=lambda h: (h[1] in docs, -h[0], h[1]))
     hits = [i for n, i in hits if n > 0][:MAX_EXCERPT_HITS]
     if not hits:
         return None
@@ -403,7 +407,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
             return q, cost
     if not query_terms:
         return None, 0
-    text = excerpt(p.text, query_terms, room, c.chunk.start_line)
+    text = excerpt(p.text, query_terms, room, c.chunk.start_line, c.chunk.language)
     if text is None:
         return None, 0
     p.text = text

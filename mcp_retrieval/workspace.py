@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, module_heads
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -245,7 +245,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
-                candidates = file_rank.with_file_evidence(candidates)
+                candidates = module_heads.after_definitions(file_rank.with_file_evidence(candidates))
                 if continuation.CONTINUATIONS:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered

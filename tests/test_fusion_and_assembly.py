@@ -247,3 +247,41 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
         assert pieces[0].start_line not in shown()
     finally:
         eng.close()
+
+
+def test_an_excerpt_shows_the_code_that_matches_before_the_docstring_that_restates_the_question(monkeypatch):
+    from mcp_retrieval import assemble
+
+    doc = [f"    The discount of the cart is applied to item {i} of the cart once." for i in range(20)]
+    code = [f"    subtotal_{i} = price_{i} * quantity_{i}" for i in range(20)]
+    code[15] = "    total = subtotal - cart.discount"
+    text = "\n".join(["def total(cart):", '    """', *doc, '    """', *code, "    return total"])
+    question = frozenset({"cart", "discount", "applied", "twice"})
+    shown = assemble.excerpt(text, question, 120, 1, "python")
+    assert "total = subtotal - cart.discount" in shown and "applied to item" not in shown
+    monkeypatch.setattr(assemble, "EXCERPT_CODE_FIRST", False)
+    assert "total = subtotal - cart.discount" not in assemble.excerpt(text, question, 120, 1, "python")
+
+
+def test_a_files_import_block_comes_after_its_definition_the_question_matches(tmp_path, monkeypatch):
+    from mcp_retrieval import Config, Engine, module_heads
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    imports = "\n".join(f"from .transport_{i} import TimeoutError_{i}, ProxyError_{i}, RetryError_{i}" for i in range(30))
+    (root / "adapters.py").write_text(
+        f'"""Transport adapters."""\n{imports}\n\n\n'
+        "def send(request, timeout):\n    try:\n        return connect(request, timeout)\n"
+        "    except socket_timeout:\n        raise ReadTimeout(request)\n")
+    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="none"))
+    try:
+        eng.reindex()
+        question = "send raises the transport TimeoutError and ProxyError through instead of ReadTimeout on timeout"
+
+        def first():
+            return [(c.start_line, c.symbol) for c in eng.context(question, budget_tokens=2000).chunks][0]
+        assert first()[1] == "send"
+        monkeypatch.setattr(module_heads, "MODULE_HEADS_AFTER_DEFINITIONS", False)
+        assert first()[0] == 1  # the import block matched more of the question's words
+    finally:
+        eng.close()
