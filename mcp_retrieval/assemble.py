@@ -39,7 +39,7 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old 
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
 NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
-EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of documentation (25c)
+EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of documentation (BENCHMARKS 25d)
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 

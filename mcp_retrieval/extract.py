@@ -84,7 +84,7 @@ _LOGGED_MESSAGE = re.compile(r"(?<![\w.])(?i:warning|error|critical|fatal)(?:\[[
 # failure frame ("expr.py:124: in __eq__"), which names a function, not a message. A listing of
 # more than MAX_LOCATED_LINES such lines is a tool's run over the reporter's project (a linter's
 # 200 findings): its output is the setting, not the complaint.
-LOCATED_MESSAGES = True
+LOCATED_MESSAGES = True  # docs/BENCHMARKS.md 25a
 MAX_LOCATED_LINES = 5
 _LOCATED_MESSAGE = re.compile(r"^[ \t]*[\w./\\-]*\w\.[A-Za-z]\w{0,5}:\d+(?::\d+)?:[ \t]*(?!in [\w.<>]+[ \t]*$)"
                               r"(\S[^\n]{7,299})$", re.M)
