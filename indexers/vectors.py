@@ -162,11 +162,10 @@ class VectorIndex:
 
     def _mirror(self):
         with self._lock:
-            now = time.monotonic()
-            if self._matrix is not None and now - self._checked_at <= RELOAD_S:
+            if self._mirror_current():
                 return self._matrix, self._ids  # the table's version is asked at most every RELOAD_S
             version = self._table.version  # (a round trip through LanceDB's event loop: ~0.5 ms)
-            self._checked_at = now
+            self._checked_at = time.monotonic()
             if self._matrix is None or version != self._mirror_version:
                 if self._has_ann_index():  # another process built it: use it, hold no mirror
                     self.ann = True
@@ -193,9 +192,13 @@ class VectorIndex:
         """Whether any vector is stored, asked before every question: the mirror's rows while it is
         current (this process's writes keep it so), else the table's count."""
         with self._lock:
-            if not self.ann and self._matrix is not None and time.monotonic() - self._checked_at <= RELOAD_S:
+            if not self.ann and self._mirror_current():
                 return bool(self._ids)
         return self.count() > 0
+
+    def _mirror_current(self) -> bool:
+        """The mirror is loaded and the table's version was asked within RELOAD_S (lock held)."""
+        return self._matrix is not None and time.monotonic() - self._checked_at <= RELOAD_S
 
     def reset(self) -> None:
         """Drop every vector (the embedding model changed: old and new vectors do not compare)."""
