@@ -35,12 +35,17 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
+RECENT_QUERIES = 8
+
+
 class LexicalIndex:
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
         self.index = tantivy.Index(self.schema, path=str(directory))
         self._lock = threading.Lock()
+        self._queries: dict[str, object] = {}  # question text -> its built query, newest last
+        self._queries_lock = threading.Lock()
 
     def replace(self, paths: Iterable[str], chunks: Sequence[Chunk]) -> None:
         """Delete every document of `paths`, add `chunks`, commit once."""
@@ -67,6 +72,20 @@ class LexicalIndex:
         self.index.reload()
 
     def _query(self, query: str):
+        """The BM25 query for `query`, built once for the last few texts: one question is searched
+        whole, then within each file it names and among the files history suggests, and building
+        it (analysing a long report's terms) cost as much as a search (BENCHMARKS 26b)."""
+        with self._queries_lock:
+            if query in self._queries:
+                return self._queries[query]
+        built = self._build_query(query)
+        with self._queries_lock:
+            self._queries[query] = built
+            while len(self._queries) > RECENT_QUERIES:
+                self._queries.pop(next(iter(self._queries)))
+        return built
+
+    def _build_query(self, query: str):
         counts = query_terms(query)
         if not counts:
             return None

@@ -195,7 +195,6 @@ class Retriever:
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
         hits: list[tuple[str, float]] = []
         for rank, path in enumerate(files):
-            within = self.lexical.search(query, CHUNKS_PER_ANCHORED_FILE, path=path)
             chunks = self.store.chunks_for_path(path)
             in_frames = [c.id for c in chunks if c.symbol and c.symbol.rsplit(".", 1)[-1] in frame_funcs]
             defined = {c.symbol.rsplit(".", 1)[-1] for c in chunks if c.symbol}
@@ -205,7 +204,10 @@ class Retriever:
             # question is about, often shorter than the file's wordiest chunks (BENCHMARKS 13a)
             in_question = sorted((c.id for c in chunks if named.get(c.id, 0) >= NAMED_MIN), key=lambda cid: -named[cid]) \
                 if named else []
-            ids = list(dict.fromkeys([*in_frames, *at_lines, *in_question, *(cid for cid, _ in within)]))
+            ids = list(dict.fromkeys([*in_frames, *at_lines, *in_question]))
+            if len(ids) < CHUNKS_PER_ANCHORED_FILE:  # searched only when the file's seats are not yet filled
+                ids = list(dict.fromkeys([*ids, *(cid for cid, _ in self.lexical.search(
+                    query, CHUNKS_PER_ANCHORED_FILE, path=path))]))
             ids = ids[:CHUNKS_PER_ANCHORED_FILE]
             if not ids and chunks:
                 ids = [chunks[0].id]

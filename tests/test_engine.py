@@ -285,3 +285,21 @@ def test_one_search_over_several_files_finds_each_files_best_chunk_as_a_search_p
         assert best.get(path) == (alone[0][0] if alone else None), path
     assert "src/shop/pricing.py" in best and "no/such/file.py" not in best
     assert lexical.best_in_files(query, paths, scan=0) == best  # crowded out: each file asked alone
+
+
+def test_one_question_is_analysed_once_for_all_its_searches(engine, monkeypatch):
+    """The lexical stage, the files the question names and the files history suggests all search
+    the same text: its BM25 query is built once and reused, for the last few texts only."""
+    from mcp_retrieval.indexers import lexical
+
+    built = []
+    real = engine.retriever.lexical._build_query
+    monkeypatch.setattr(engine.retriever.lexical, "_build_query", lambda text: built.append(text) or real(text))
+    q = "src/shop/pricing.py: with_tax rounds the cart total wrong"
+    first = engine.packet(q)
+    assert built.count(q) == 1
+    assert engine.packet(q).items == first.items and built.count(q) == 1
+    for n in range(lexical.RECENT_QUERIES):
+        engine.retriever.lexical.search(f"other question {n}")
+    engine.retriever.lexical.search(q)
+    assert built.count(q) == 2 and len(engine.retriever.lexical._queries) == lexical.RECENT_QUERIES
