@@ -40,6 +40,13 @@ CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
 NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
 EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of documentation (BENCHMARKS 25d)
+# A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
+# value is scaled by (THRIFT_REFERENCE / its tokens) ** THRIFT, so a long chunk yields to a short
+# one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
+# it showed more gold functions and files; at 1k it lost both (BENCHMARKS 26c).
+THRIFT = 0.25
+THRIFT_REFERENCE = 200  # tokens (header and body) at which the factor is 1
+THRIFT_FLOOR = 100  # a shorter chunk (a split definition's last lines) counts as this long
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 
 
@@ -81,10 +88,11 @@ class Layout:
     tight_window: int = 0
     code_share: float = 1.0
     compact: bool = False
+    thrift_above: int | None = None  # budgets above this choose by relevance per token (THRIFT)
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
-FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4)
+FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4, thrift_above=1000)
 COMPACT = Layout(max_share=0.5, compact=True)
 COMPACT_MAX_CHUNKS = 8
 RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
@@ -303,11 +311,14 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     headers = [_piece(Placed(c, stub=c.chunk.sha256 in delivered), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
+    exponent = THRIFT if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
+    thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + c.chunk.tokens)) ** exponent
+              for c in pool}
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
     while pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
-        values = [lam * (c.score / top) - (1 - lam) * redundancy[id(c)] for c in pool]
+        values = [lam * (c.score / top) * thrift[id(c)] - (1 - lam) * redundancy[id(c)] for c in pool]
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
         if redundancy[id(best)] >= near_duplicate:
             continue
