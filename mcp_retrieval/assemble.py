@@ -43,7 +43,8 @@ EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of do
 # A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
 # value is scaled by (THRIFT_REFERENCE / its tokens) ** THRIFT, so a long chunk yields to a short
 # one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
-# it showed more gold functions and files; at 1k it lost both (BENCHMARKS 26c).
+# it showed more gold functions and files; at 1k it lost both, and at 2k it lost on two of the
+# three question sets (BENCHMARKS 26c).
 THRIFT = 0.25
 THRIFT_REFERENCE = 200  # tokens (header and body) at which the factor is 1
 THRIFT_FLOOR = 100  # a shorter chunk (a split definition's last lines) counts as this long
@@ -92,7 +93,7 @@ class Layout:
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
-FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4, thrift_above=1000)
+FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4, thrift_above=2000)
 COMPACT = Layout(max_share=0.5, compact=True)
 COMPACT_MAX_CHUNKS = 8
 RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
