@@ -35,7 +35,7 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
-RECENT_QUERIES = 8
+RECENT_QUERIES = 8  # built BM25 queries kept by text (`LexicalIndex._query`)
 
 
 class LexicalIndex:
