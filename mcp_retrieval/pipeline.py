@@ -41,6 +41,7 @@ class Ranked:
     graph_added: int = 0
     has_vectors: bool = False
     pool_size: int = 0
+    query: str = ""  # the question as the stages read it (an environment dump set aside)
 
 
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
@@ -127,7 +128,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for t in ("path", "symbol", "message") for cid, _ in ranked.get(t, [])}, stages,
-                    has_vectors=semantic, pool_size=len(candidates))
+                    has_vectors=semantic, pool_size=len(candidates), query=query)
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
     if recent_turns:
