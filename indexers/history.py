@@ -5,7 +5,9 @@ the project's own words. Commits in HEAD's ancestry only (never other branches o
 can hold the future) are kept in SQLite with an FTS5 index over their messages; a question is
 matched against the messages (BM25) and the files those commits touched are ranked — a commit's
 credit shrinks with the number of files it touched, and sweeping commits (reformatting, mass
-renames) count not at all.
+renames) count not at all. The BM25 order FTS5 defines is computed from FTS5's own postings held
+in memory (`message_bm25`: the same order, 4.3 -> 0.4 ms a question on sympy); FTS5 itself answers
+until they are read, and for a word outside ASCII.
 
 Bounded and incremental: at most MAX_COMMITS, first-parent-agnostic `git log` of HEAD; when HEAD
 moves forward only the new commits are read, when it moves elsewhere the table is rebuilt. No
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
 from mcp_retrieval.indexers.listing import run_git
+from mcp_retrieval.indexers.message_bm25 import MessageBM25
 
 log = logging.getLogger(__name__)
 MAX_COMMITS = 20_000
@@ -56,6 +59,7 @@ class History:
         self._db = sqlite3.connect(db_path, check_same_thread=False)
         self._db.executescript(_DDL)
         self._lock = threading.Lock()
+        self._ranker: MessageBM25 | None = None  # FTS5's ranking in memory, built by `update`
         self.status = f"{self._count()} commits, not yet checked against HEAD" if self._meta("head") else \
             "not indexed yet"
 
@@ -70,8 +74,19 @@ class History:
     def update(self) -> str:
         """Bring the table up to HEAD; returns what it did (also kept in `status`)."""
         with self._lock:
+            before = self._meta("head")
             self.status = self._update()
+            if self._ranker is None or self._meta("head") != before:
+                self._ranker = self._build_ranker()
             return self.status
+
+    def _build_ranker(self) -> MessageBM25 | None:
+        """The messages' postings in memory (0.4 s for sympy's 20,000; ~3 MB), or None: FTS5 answers."""
+        try:
+            return MessageBM25(self._db) if self._count() else None
+        except (sqlite3.Error, MemoryError) as exc:
+            log.warning("history ranked by FTS5 (%s)", exc)
+            return None
 
     def _update(self) -> str:
         head = self._head()
@@ -141,14 +156,17 @@ class History:
         words = _query_words(query)
         if not words:
             return []
-        match = " OR ".join(f'"{w}"' for w in words)
         with self._lock:
-            try:
-                hits = self._db.execute("SELECT rowid FROM messages WHERE messages MATCH ? ORDER BY bm25(messages) "
-                                        "LIMIT ?", (match, COMMITS_PER_QUERY)).fetchall()
-            except sqlite3.Error:
-                return []
-            ids = [cid for (cid,) in hits]
+            if self._ranker is not None and all(map(MessageBM25.handles, words)):
+                ids = self._ranker.top(words, COMMITS_PER_QUERY)
+            else:
+                match = " OR ".join(f'"{w}"' for w in words)
+                try:
+                    ids = [cid for (cid,) in self._db.execute(
+                        "SELECT rowid FROM messages WHERE messages MATCH ? ORDER BY bm25(messages), rowid LIMIT ?",
+                        (match, COMMITS_PER_QUERY))]
+                except sqlite3.Error:
+                    return []
             if not ids:
                 return []
             touched: dict[int, tuple[str, int, list[str]]] = {}  # commit -> (subject, nfiles, paths): one read, not two a commit

@@ -159,7 +159,7 @@ def test_one_long_chunk_does_not_fill_a_window_a_smaller_budget_shared():
 
 def test_a_chunk_that_fits_only_without_its_docstring_comes_as_its_whole_code():
     doc = "\n".join(f"    Explains discount rule number {n} at length, with an example." for n in range(80))
-    code = "\n".join(f"    total_{n} = apply_discount(order, {n})" for n in range(12))
+    code = "\n".join(f"    total_{n} = apply_discount(order, {n})" for n in range(40))
     text = f'def price(order):\n    """Price an order.\n\n{doc}\n    """\n    # the rule\n{code}\n    return total_0\n'
     c = make_candidate(1, budget_counts([text])[0], 1.0, text)
     assert c.chunk.tokens > 600
@@ -307,3 +307,53 @@ def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relev
     assert 0 in placed(2000) and not all(placed(2000).get(i) is False for i in range(1, 10))
     monkeypatch.setattr(assembly, "THRIFT", 0.0)  # relevance alone: the long one first, whole
     assert placed(4000)[0] is False and not all(placed(4000).get(i) is False for i in range(1, 10))
+
+
+def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crowded(tmp_path, monkeypatch):
+    # the helper the fix changes matches the question less than the near misses of fifteen other
+    # files and is left out of a pool of ten; searched inside the file that leads, it comes back
+    from mcp_retrieval import Config, Engine, lead_file
+
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "units.py").write_text(
+        "def convert_to(expr, target_units):\n    \"\"\"convert_to: convert units of expr to target_units.\"\"\"\n"
+        "    return convert_units(expr, CONVERSIONS[target_units], target_units)\n\n\n"
+        "def _conversion_matrix(expr, target_units):\n    dims = dimension_of(expr)\n"
+        + "".join(f"    row_{n} = solve_row(dims, {n})\n" for n in range(25))
+        + "    return solve_least_squares(dims, target_units)\n")
+    for i in range(15):  # near misses: more of the question's words than the helper holds
+        (root / f"units_{i}.py").write_text(
+            f"def units_{i}(expr, target_units):\n    \"\"\"units of expr {i}: combines orthogonal units, "
+            f"a wrong dimension.\"\"\"\n    return combine_units(expr, target_units, {i})\n")
+    for i in range(60):  # and the rest of a workspace, holding none of them
+        (root / f"misc_{i}.py").write_text(f"def helper_{i}(value):\n    return value * {i}\n")
+    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="none"))
+    eng.config.pool_size = 10
+    eng.config.graph = False  # here the graph's walk from `convert_to` reaches the helper; in sympy it did not
+    try:
+        eng.reindex()
+        question = "convert_to combines orthogonal units: convert_to(expr, target_units) gives a wrong dimension"
+
+        def shown():
+            return {c.symbol for c in eng.context(question, budget_tokens=4000).chunks if c.path == "units.py"}
+        assert shown() == {"convert_to", "_conversion_matrix"}
+        monkeypatch.setattr(lead_file, "LEAD_FILE_MATCHES", False)
+        assert shown() == {"convert_to"}
+    finally:
+        eng.close()
+
+
+def test_lead_file_matches_rank_below_the_files_best_and_never_lower_a_stronger_candidate():
+    from mcp_retrieval import lead_file
+
+    lead, other, strong = make_candidate(1, 50, 1.0), make_candidate(2, 50, 0.9), make_candidate(8, 50, 0.95)
+    weak, missing = make_candidate(15, 50, 0.1), make_candidate(22, 50, 0.0).chunk
+    assert lead.chunk.path == strong.chunk.path == weak.chunk.path == missing.path != other.chunk.path
+    pool = lead_file.with_lead_file_matches([lead, strong, other, weak],
+                                            lambda root, path, limit: [strong.chunk, weak.chunk, missing][:limit])
+    scores = {c.chunk.id: round(c.score, 3) for c in pool}
+    assert scores[strong.chunk.id] == 0.95  # already above its place: kept
+    assert scores[weak.chunk.id] == round(lead_file.SHARE - lead_file.STEP, 3)  # raised
+    assert scores[missing.id] == round(lead_file.SHARE - 2 * lead_file.STEP, 3)  # added
+    assert [c.score for c in pool] == sorted((c.score for c in pool), reverse=True)

@@ -4,11 +4,15 @@ ancestry only; no git is a skipped stage, not an error."""
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import subprocess
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.history import History
+from mcp_retrieval.indexers.message_bm25 import MessageBM25
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -107,3 +111,21 @@ def test_history_relations_without_git_say_why_they_are_empty(engine):
     r = engine.query_graph("src/shop/pricing.py", relation="history")
     assert r.commits == [] and r.nodes and r.history.startswith(("skipped", "not indexed"))
     assert engine.query_graph("src/shop/pricing.py", relation="changed_with").edges == []
+
+
+WORDS = ["fix", "crash", "printer", "latex", "matrix", "zero", "pool", "retry", "the", "of"]
+
+
+@given(st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=40),
+       st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.integers(1, 10))
+@settings(max_examples=60, deadline=None)
+def test_the_in_memory_ranking_is_fts5s_own(messages, query, limit):
+    # the numpy scoring (indexers/message_bm25.py) returns what FTS5's bm25() orders, ties by rowid
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE VIRTUAL TABLE messages USING fts5(message, tokenize = 'unicode61')")
+    db.executemany("INSERT INTO messages(rowid, message) VALUES (?, ?)",
+                   [(i + 1, " ".join(m).upper() if i % 3 == 0 else " ".join(m)) for i, m in enumerate(messages)])
+    match = " OR ".join(f'"{w}"' for w in query)
+    expected = [r for (r,) in db.execute("SELECT rowid FROM messages WHERE messages MATCH ? "
+                                         "ORDER BY bm25(messages), rowid LIMIT ?", (match, limit))]
+    assert MessageBM25(db).top(query, limit) == expected
