@@ -51,7 +51,7 @@ class MessageBM25:
         if not len(self.ids):
             return []
         scores = np.zeros(len(self.ids))
-        for word in dict.fromkeys(w.lower() for w in words):
+        for word in (w.lower() for w in words):  # a repeated word counts again, as a repeated phrase does
             if (span := self.slices.get(word)) is None:
                 continue
             lo, hi = span

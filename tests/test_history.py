@@ -118,7 +118,7 @@ WORDS = ["fix", "crash", "printer", "latex", "matrix", "zero", "pool", "retry", 
 
 @given(st.lists(st.lists(st.sampled_from(WORDS), max_size=12), min_size=1, max_size=40),
        st.lists(st.sampled_from(WORDS), min_size=1, max_size=5), st.integers(1, 10))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_the_in_memory_ranking_is_fts5s_own(messages, query, limit):
     # the numpy scoring (indexers/message_bm25.py) returns what FTS5's bm25() orders, ties by rowid
     db = sqlite3.connect(":memory:")
