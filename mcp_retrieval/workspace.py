@@ -246,7 +246,7 @@ class Workspace:
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
                 candidates = module_heads.after_definitions(file_rank.with_file_evidence(candidates))
-                candidates = lead_file.with_lead_file_matches(candidates, self._matches_in(parts))
+                candidates = lead_file.with_lead_file_matches(candidates, budget_tokens, self._matches_in(parts))
                 if continuation.CONTINUATIONS:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered

@@ -338,6 +338,8 @@ def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crow
         def shown():
             return {c.symbol for c in eng.context(question, budget_tokens=4000).chunks if c.path == "units.py"}
         assert shown() == {"convert_to", "_conversion_matrix"}
+        assert {c.symbol for c in eng.context(question, budget_tokens=lead_file.ABOVE_BUDGET).chunks
+                if c.path == "units.py"} == {"convert_to"}  # a tighter window keeps its room for other files
         monkeypatch.setattr(lead_file, "LEAD_FILE_MATCHES", False)
         assert shown() == {"convert_to"}
     finally:
@@ -350,10 +352,11 @@ def test_lead_file_matches_rank_below_the_files_best_and_never_lower_a_stronger_
     lead, other, strong = make_candidate(1, 50, 1.0), make_candidate(2, 50, 0.9), make_candidate(8, 50, 0.95)
     weak, missing = make_candidate(15, 50, 0.1), make_candidate(22, 50, 0.0).chunk
     assert lead.chunk.path == strong.chunk.path == weak.chunk.path == missing.path != other.chunk.path
-    pool = lead_file.with_lead_file_matches([lead, strong, other, weak],
+    pool = lead_file.with_lead_file_matches([lead, strong, other, weak], 4000,
                                             lambda root, path, limit: [strong.chunk, weak.chunk, missing][:limit])
     scores = {c.chunk.id: round(c.score, 3) for c in pool}
     assert scores[strong.chunk.id] == 0.95  # already above its place: kept
     assert scores[weak.chunk.id] == round(lead_file.SHARE - lead_file.STEP, 3)  # raised
     assert scores[missing.id] == round(lead_file.SHARE - 2 * lead_file.STEP, 3)  # added
     assert [c.score for c in pool] == sorted((c.score for c in pool), reverse=True)
+    assert len(lead_file.with_lead_file_matches([lead], lead_file.ABOVE_BUDGET, lambda *_: [missing])) == 1
