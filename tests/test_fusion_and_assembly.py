@@ -159,7 +159,7 @@ def test_one_long_chunk_does_not_fill_a_window_a_smaller_budget_shared():
 
 def test_a_chunk_that_fits_only_without_its_docstring_comes_as_its_whole_code():
     doc = "\n".join(f"    Explains discount rule number {n} at length, with an example." for n in range(80))
-    code = "\n".join(f"    total_{n} = apply_discount(order, {n})" for n in range(40))
+    code = "\n".join(f"    total_{n} = apply_discount(order, {n})" for n in range(12))
     text = f'def price(order):\n    """Price an order.\n\n{doc}\n    """\n    # the rule\n{code}\n    return total_0\n'
     c = make_candidate(1, budget_counts([text])[0], 1.0, text)
     assert c.chunk.tokens > 600
