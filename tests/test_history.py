@@ -42,6 +42,9 @@ def test_past_commit_messages_point_at_the_files_they_touched(tmp_path):
     assert history.update().startswith("3 commits")
     files = history.files_for("backoff is wrong when the pool is exhausted", {"retry.py", "render.py"})
     assert files[0].path == "retry.py" and "backoff" in files[0].subject
+    assert history._ranker is not None  # ranked in memory (message_bm25), as FTS5 would
+    history._ranker = None
+    assert history.files_for("backoff is wrong when the pool is exhausted", {"retry.py", "render.py"}) == files
     assert history.update().endswith("up to date")
 
 
