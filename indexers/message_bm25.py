@@ -25,8 +25,8 @@ class MessageBM25:
     def __init__(self, db: sqlite3.Connection, table: str = "messages"):
         db.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_terms USING fts5vocab(main, {table}, instance)")
         rows = db.execute(f"SELECT term, doc, COUNT(*) FROM temp.{table}_terms GROUP BY term, doc").fetchall()
-        # postings grouped by term (the GROUP BY walks terms in order): one slice of three arrays each
-        self.docs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
+        # postings grouped by term (the GROUP BY walks terms in order): one slice of two arrays each
+        docs = np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows))
         self.tfs = np.fromiter((r[2] for r in rows), dtype=np.float64, count=len(rows))
         self.slices: dict[str, tuple[int, int]] = {}
         start = 0
@@ -34,7 +34,7 @@ class MessageBM25:
             if i == len(rows) or rows[i][0] != rows[start][0]:
                 self.slices[rows[start][0]] = (start, i)
                 start = i
-        self.ids, where = np.unique(self.docs, return_inverse=True)  # rowids, and each posting's row in them
+        self.ids, where = np.unique(docs, return_inverse=True)  # rowids, and each posting's row in them
         self.rows = where.astype(np.int64)
         self.lengths = np.bincount(self.rows, weights=self.tfs, minlength=len(self.ids))  # tokens per message
         # FTS5 counts every row, a message with no token too, in N and in the average length
