@@ -309,12 +309,13 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     grams = {id(c): shingles(c.chunk.text) for c in pool}
     # every candidate's full header costed in one tokenizer call (one call per header cost more
     # than the rest of assembly together)
-    headers = [_piece(Placed(c, stub=c.chunk.sha256 in delivered), False, layout) for c in pool]
+    stub = {id(c): c.chunk.sha256 in delivered for c in pool}
+    headers = [_piece(Placed(c, stub=stub[id(c)]), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     exponent = THRIFT if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
     thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
-        0 if c.chunk.sha256 in delivered else c.chunk.tokens))) ** exponent for c in pool}  # a stub costs its header
+        0 if stub[id(c)] else c.chunk.tokens))) ** exponent for c in pool}  # a stub costs its header
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
