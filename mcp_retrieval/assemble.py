@@ -43,8 +43,10 @@ EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of do
 # A class's own chunk (its head: the class line, its docstring and class attributes) comes as its
 # code only whenever that leaves out at least half of it, at every budget: a class docstring
 # documents the API at length (flask's `Blueprint`, astropy's `QDP`: 700-1,000 tokens) and in a 4k
-# window took the place of the function the fix changes (BENCHMARKS 28b).
+# window took the place of the function the fix changes (BENCHMARKS 28b). Python only: a Go, Rust
+# or C struct's comments are its fields' meaning, and no multilingual window moved with the rule.
 CLASS_DOCS_ELIDED = True
+CLASS_DOCS_LANGUAGES = ("python",)
 # A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
 # value is scaled by (THRIFT_REFERENCE / its tokens) ** THRIFT, so a long chunk yields to a short
 # one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
@@ -402,8 +404,8 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:
             return d, cost
     whole = header_cost + body_cost
-    by_choice = (code_over is not None and code_over < whole) or (CLASS_DOCS_ELIDED and c.chunk.kind == "class")
-    if by_choice and whole <= remaining:
+    class_docs = CLASS_DOCS_ELIDED and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
+    if (class_docs or (code_over is not None and code_over < whole)) and whole <= remaining:
         code = code_only(p.text, c.chunk.language, c.chunk.start_line)
         if code is not None:
             q = Placed(c, stub=False, text=code, excerpt=True, code_only=True, by_choice=True)
