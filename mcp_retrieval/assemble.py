@@ -322,7 +322,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     exponent = THRIFT if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
     thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
-        0 if stub[id(c)] else c.chunk.tokens))) ** exponent for c in pool}  # a stub costs its header
+        0 if stub[id(c)] else c.chunk.tokens))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
