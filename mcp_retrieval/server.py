@@ -235,7 +235,9 @@ def build_server(target: Engine | Workspace) -> MCPServer:
         query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
         session_id: Annotated[str | None, Field(description="stable id of your task; repeats become stubs")] = None,
         budget_tokens: Annotated[int, Field(description="token budget for the window, 256-64000", strict=True)] = 6000,
-        max_chunks: Annotated[int, Field(description="at most this many full chunks, 1-64", strict=True)] = 20,
+        max_chunks: Annotated[int | None, Field(description="at most this many full chunks, 1-64 (default: 20, or one "
+                                                            "per 150 tokens of budget when that is more)",
+                                                strict=True)] = None,
         path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
         active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
         sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,

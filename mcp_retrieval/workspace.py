@@ -32,6 +32,11 @@ from mcp_retrieval.validate import BadRequest, check_int, check_query, check_ses
 
 MIN_ROOT_POOL = 20  # candidates each root ranks at least, however many roots share the pool
 MAP_SHARE = 0.2  # of a broad question's budget, for the corpus map ahead of the chunks
+DEFAULT_MAX_CHUNKS = 20  # full chunks a window holds at most when the caller names no number
+# ... or one per this many tokens of the budget when that is more (and the question class's cap
+# rises the same way): a wide window of short definitions otherwise stops at its count with a
+# third of its budget unused (BENCHMARKS 28d). None: the fixed caps alone.
+TOKENS_PER_CHUNK: int | None = 150
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
 # question is noise (every question has nearest vectors).
@@ -224,7 +229,7 @@ class Workspace:
                 seen.add((far_root, far_graph.nodes[far].id))
                 merged.nodes.append(node_out(far_graph, far, far_root))
 
-    def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int = 20,
+    def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int | None = None,
                 path_prefix: str | None = None, active_files: list[str] | None = None,
                 sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
                 host: HostOutcome | None = None, roots: list[str] | None = None,
@@ -234,7 +239,7 @@ class Workspace:
         if not isinstance(render, str) or render not in assemble.RENDERS:
             raise BadRequest(f"render must be one of {', '.join(assemble.RENDERS)}; got {str(render)[:40]!r}")
         budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
-        max_chunks = check_int(max_chunks, "max_chunks", 1, 64)
+        max_chunks = None if max_chunks is None else check_int(max_chunks, "max_chunks", 1, 64)
         session_id = check_session(session_id)
         stages = StageLog()
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False,
@@ -252,7 +257,7 @@ class Workspace:
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
                 earlier = self.sessions.earlier_texts(session_id) if tracked else {}
-                cap = min(max_chunks, lead.ranked.qclass.max_chunks)  # the question's class caps the window too
+                cap = chunk_cap(lead.ranked.qclass.max_chunks, budget_tokens, max_chunks)
                 if render == "compact":
                     cap = min(cap, assemble.COMPACT_MAX_CHUNKS)
                 config = lead.engine.config
@@ -536,3 +541,14 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
     workspace = Workspace(engines, reload if spec.config_file is not None else None)
     workspace.open_root = lambda root_spec: engine_for(root_spec, spec.settings)
     return workspace
+
+
+def chunk_cap(class_cap: int, budget: int, asked: int | None) -> int:
+    """How many full chunks a window may hold: the caller's `max_chunks` (DEFAULT_MAX_CHUNKS when
+    not given) and the question class's cap, whichever is lower; without a caller's number both
+    rise to one chunk per TOKENS_PER_CHUNK of the budget when that is more (a caller's own number
+    is kept as given)."""
+    by_budget = min(64, budget // TOKENS_PER_CHUNK) if TOKENS_PER_CHUNK else 0
+    if asked is None:
+        asked = max(DEFAULT_MAX_CHUNKS, by_budget)
+    return min(asked, max(class_cap, by_budget))

@@ -185,3 +185,43 @@ def test_the_off_by_default_mechanisms_are_switched_on_in_the_settings(workspace
     config.write_text(f'roots = ["shop={workspace}"]\n[settings]\nsignatures = "yes"\n')
     with pytest.raises(ValueError, match="signatures"):
         read_config(config)
+
+
+def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller_named_a_number(monkeypatch):
+    from mcp_retrieval import workspace
+
+    assert workspace.chunk_cap(20, 1000, None) == 20  # a narrow window: the fixed caps
+    assert workspace.chunk_cap(10, 1000, None) == 10  # a bare identifier's class cap
+    assert workspace.chunk_cap(20, 6000, None) == 40  # one per 150 tokens
+    assert workspace.chunk_cap(10, 6000, None) == 40  # the class's cap rises the same way
+    assert workspace.chunk_cap(20, 64000, None) == 64  # never past the argument's own limit
+    assert workspace.chunk_cap(20, 6000, 12) == 12  # the caller's number is kept as given
+    assert workspace.chunk_cap(20, 1000, 30) == 20  # ... and the class still caps a narrow window
+    monkeypatch.setattr(workspace, "TOKENS_PER_CHUNK", None)
+    assert workspace.chunk_cap(20, 6000, None) == 20 and workspace.chunk_cap(24, 6000, None) == 20
+
+
+
+def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, monkeypatch):
+    from mcp_retrieval import Config, Engine, workspace
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    for f in range(6):  # 60 short functions that all match the question
+        (root / f"rates_{f}.py").write_text("\n\n".join(
+            f"def discount_rate_{f}_{n}(order):\n    return order.total * {n} / 100 - discount_floor({n})\n"
+            for n in range(10)))
+    engine = Engine(Config.resolve(root, tmp_path / "idx", persist_sessions=False, embedder="hash"))
+    engine.reindex()
+    try:
+        def full_chunks(**kwargs):
+            r = engine.context("discount rate of an order", budget_tokens=12000, **kwargs)
+            assert r.know is not None
+            return len(r.chunks)
+
+        assert full_chunks() > 20
+        assert full_chunks(max_chunks=20) <= 20
+        monkeypatch.setattr(workspace, "TOKENS_PER_CHUNK", None)
+        assert full_chunks() <= 20
+    finally:
+        engine.close()
