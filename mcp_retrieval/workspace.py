@@ -544,10 +544,10 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
 
 
 def chunk_cap(class_cap: int, budget: int, asked: int | None) -> int:
-    """How many full chunks a window may hold: the caller's `max_chunks` (DEFAULT_MAX_CHUNKS when
-    not given) and the question class's cap, whichever is lower; without a caller's number both
-    rise to one chunk per TOKENS_PER_CHUNK of the budget when that is more (a caller's own number
-    is kept as given)."""
+    """How many full chunks a window may hold: the caller's `max_chunks` and the question class's
+    cap, whichever is lower. The class's cap rises to one chunk per TOKENS_PER_CHUNK of the budget
+    when that is more; so does the default (DEFAULT_MAX_CHUNKS) when the caller names no number. A
+    caller's own number is kept as given."""
     by_budget = min(64, budget // TOKENS_PER_CHUNK) if TOKENS_PER_CHUNK else 0
     if asked is None:
         asked = max(DEFAULT_MAX_CHUNKS, by_budget)

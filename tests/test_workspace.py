@@ -201,7 +201,6 @@ def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller
     assert workspace.chunk_cap(20, 6000, None) == 20 and workspace.chunk_cap(24, 6000, None) == 20
 
 
-
 def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, monkeypatch):
     from mcp_retrieval import Config, Engine, workspace
 
