@@ -47,6 +47,7 @@ EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of do
 # or C struct's comments are its fields' meaning, and no multilingual window moved with the rule.
 CLASS_DOCS_ELIDED = True
 CLASS_DOCS_LANGUAGES = ("python",)
+THRIFT_CLASS_CODE = True  # relevance per token counts such a class by its code (BENCHMARKS 28g)
 # A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
 # value is scaled by (THRIFT_REFERENCE / its tokens) ** THRIFT, so a long chunk yields to a short
 # one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
@@ -322,7 +323,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     exponent = THRIFT if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
     thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
-        0 if stub[id(c)] else c.chunk.tokens))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
+        0 if stub[id(c)] else _shown_tokens(c)))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
@@ -357,6 +358,20 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         elif sum(p.stub for p in chosen) >= max_chunks:
             pool = [c for c in pool if c.chunk.sha256 not in delivered]
     return chosen
+
+
+def _class_docs_elided(c: Candidate) -> bool:
+    return CLASS_DOCS_ELIDED and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
+
+
+def _shown_tokens(c: Candidate) -> int:
+    """What the chunk's body will cost when it fits: a Python class's own chunk without its
+    docstring when that halves it (`_place`), else the chunk whole."""
+    if THRIFT_CLASS_CODE and _class_docs_elided(c):
+        code = code_only(c.chunk.text, c.chunk.language, c.chunk.start_line)
+        if code is not None and 2 * (n := budget_tokens(code)) <= c.chunk.tokens:
+            return n
+    return c.chunk.tokens
 
 
 def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chosen: list[Placed], budget: int,
@@ -404,8 +419,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:
             return d, cost
     whole = header_cost + body_cost
-    class_docs = CLASS_DOCS_ELIDED and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
-    if (class_docs or (code_over is not None and code_over < whole)) and whole <= remaining:
+    if (_class_docs_elided(c) or (code_over is not None and code_over < whole)) and whole <= remaining:
         code = code_only(p.text, c.chunk.language, c.chunk.start_line)
         if code is not None:
             q = Placed(c, stub=False, text=code, excerpt=True, code_only=True, by_choice=True)

@@ -384,3 +384,17 @@ def test_a_class_comes_without_its_docstring_at_every_budget(monkeypatch):
     assert "warn_on_modifications = False" in shown["id0001"] and "Explains" not in shown["id0001"]
     monkeypatch.setattr(assemble_module, "CLASS_DOCS_ELIDED", False)
     assert placed(4000) == {"id0001": False, "id0002": False}
+
+
+def test_relevance_per_token_counts_a_python_class_by_the_code_it_will_show(monkeypatch):
+    from mcp_retrieval import assemble as assemble_module
+
+    doc = "\n".join(f"    Explains blueprint option number {n} at length, with an example." for n in range(40))
+    head = f'class Blueprint(Scaffold):\n    """Represents a blueprint.\n\n{doc}\n    """\n\n    warn_on_modifications = False\n'
+    c = make_candidate(1, budget_counts([head])[0], 1.0, head)
+    as_function = make_candidate(2, budget_counts([head])[0], 1.0, head)
+    c.chunk = replace(c.chunk, kind="class", symbol="Blueprint")
+    assert assemble_module._shown_tokens(c) * 4 < c.chunk.tokens  # the docstring is most of it
+    assert assemble_module._shown_tokens(as_function) == as_function.chunk.tokens
+    monkeypatch.setattr(assemble_module, "THRIFT_CLASS_CODE", False)
+    assert assemble_module._shown_tokens(c) == c.chunk.tokens
