@@ -97,7 +97,7 @@ class History:
         try:
             db = sqlite3.connect(self._db_path)
             try:
-                return MessageBM25(db) if db.execute("SELECT COUNT(*) FROM commits").fetchone()[0] else None
+                return MessageBM25(db) if self._count(db) else None
             finally:
                 db.close()
         except (sqlite3.Error, MemoryError) as exc:
@@ -162,8 +162,8 @@ class History:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return row[0] if row else None
 
-    def _count(self) -> int:
-        return self._db.execute("SELECT COUNT(*) FROM commits").fetchone()[0]
+    def _count(self, db: sqlite3.Connection | None = None) -> int:
+        return (db or self._db).execute("SELECT COUNT(*) FROM commits").fetchone()[0]
 
     # --- asking -----------------------------------------------------------------------------
     def files_for(self, query: str, known: Set[str], limit: int = 20) -> list[FileEvidence]:

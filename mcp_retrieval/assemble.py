@@ -260,9 +260,11 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
     return _render_excerpt(lines, keep, first_line) if added else None
 
 
+@functools.lru_cache(maxsize=4096)
 def code_only(text: str, language: str, first_line: int) -> str | None:
     """The chunk without its runs of comments and docstrings (each marked elided); None when it
-    has none to leave out."""
+    has none to leave out. Cached: a class is costed by its code for relevance per token and then
+    placed by it, and the same chunks recur across calls."""
     lines = text.split("\n")
     drop = elidable_runs(lines, language)
     return _render_excerpt(lines, set(range(len(lines))) - drop, first_line) if drop else None
@@ -365,10 +367,11 @@ def _class_docs_elided(c: Candidate) -> bool:
 
 
 def _shown_tokens(c: Candidate) -> int:
-    """What the chunk's body will cost when it fits: a Python class's own chunk without its
-    docstring when that halves it (`_place`), else the chunk whole."""
+    """What the chunk's body will cost when it fits (an estimate for relevance per token; `_place`
+    decides with its header counted): a Python class's own chunk without its docstring when that
+    halves it, else the chunk whole."""
     if THRIFT_CLASS_CODE and _class_docs_elided(c):
-        code = code_only(c.chunk.text, c.chunk.language, c.chunk.start_line)
+        code = code_only(_neutral_text(c.chunk.text), c.chunk.language, c.chunk.start_line)  # as `_place` reads it
         if code is not None and 2 * (n := budget_tokens(code)) <= c.chunk.tokens:
             return n
     return c.chunk.tokens

@@ -33,6 +33,7 @@ from mcp_retrieval.validate import BadRequest, check_int, check_query, check_ses
 MIN_ROOT_POOL = 20  # candidates each root ranks at least, however many roots share the pool
 MAP_SHARE = 0.2  # of a broad question's budget, for the corpus map ahead of the chunks
 DEFAULT_MAX_CHUNKS = 20  # full chunks a window holds at most when the caller names no number
+MAX_CHUNKS_LIMIT = 64  # the most `max_chunks` may ask for, and the most the budget may allow
 # ... or one per this many tokens of the budget when that is more (and the question class's cap
 # rises the same way): a wide window of short definitions otherwise stops at its count with a
 # third of its budget unused (BENCHMARKS 28d). None: the fixed caps alone.
@@ -239,7 +240,7 @@ class Workspace:
         if not isinstance(render, str) or render not in assemble.RENDERS:
             raise BadRequest(f"render must be one of {', '.join(assemble.RENDERS)}; got {str(render)[:40]!r}")
         budget_tokens = check_int(budget_tokens, "budget_tokens", 256, 64000)
-        max_chunks = None if max_chunks is None else check_int(max_chunks, "max_chunks", 1, 64)
+        max_chunks = None if max_chunks is None else check_int(max_chunks, "max_chunks", 1, MAX_CHUNKS_LIMIT)
         session_id = check_session(session_id)
         stages = StageLog()
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=False,
@@ -548,7 +549,7 @@ def chunk_cap(class_cap: int, budget: int, asked: int | None) -> int:
     cap, whichever is lower. The class's cap rises to one chunk per TOKENS_PER_CHUNK of the budget
     when that is more; so does the default (DEFAULT_MAX_CHUNKS) when the caller names no number. A
     caller's own number is kept as given."""
-    by_budget = min(64, budget // TOKENS_PER_CHUNK) if TOKENS_PER_CHUNK else 0
+    by_budget = min(MAX_CHUNKS_LIMIT, budget // TOKENS_PER_CHUNK) if TOKENS_PER_CHUNK else 0
     if asked is None:
         asked = max(DEFAULT_MAX_CHUNKS, by_budget)
     return min(asked, max(class_cap, by_budget))
