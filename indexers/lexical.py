@@ -8,8 +8,11 @@ previous commit intact (Tantivy's own guarantee).
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -23,6 +26,7 @@ from mcp_retrieval.indexers.chunk import Chunk
 ANALYZER_VERSION = "1"
 FIELD_BOOSTS = {"body": 1.0, "symbol": 2.0, "pathtok": 1.5}
 _WRITER_HEAP = 64_000_000
+log = logging.getLogger(__name__)
 
 
 def _schema() -> tantivy.Schema:
@@ -42,16 +46,19 @@ class LexicalIndex:
     def __init__(self, directory: Path):
         directory.mkdir(parents=True, exist_ok=True)
         self.schema = _schema()
+        self.directory = directory
         self.index = tantivy.Index(self.schema, path=str(directory))
         self._lock = threading.Lock()
         self._queries: dict[str, object] = {}  # question text -> its built query, newest last
         self._queries_lock = threading.Lock()
 
-    def replace(self, paths: Iterable[str], chunks: Sequence[Chunk]) -> None:
-        """Delete every document of `paths`, add `chunks`, commit once."""
+    def replace(self, paths: Iterable[str], chunks: Iterable[Chunk], *, everything: bool = False) -> None:
+        """Delete every document of `paths` (or all of them), add `chunks`, commit once."""
         with self._lock:
             writer = self.index.writer(heap_size=_WRITER_HEAP, num_threads=1)
             try:
+                if everything:
+                    writer.delete_all_documents()
                 for path in paths:
                     writer.delete_documents_by_term("path", path)
                 for chunk in chunks:
@@ -70,6 +77,28 @@ class LexicalIndex:
             finally:
                 del writer  # releases Tantivy's writer lock
         self.index.reload()
+
+    def deleted_share(self) -> float:
+        """The share of documents deleted but still counted by BM25: Tantivy drops a deleted
+        document only when its segment merges, and until then its terms still count in every
+        term's document frequency, so the same tree scores differently after months of edits
+        than when freshly indexed. Read from the index's meta.json; 0.0 if it cannot be read."""
+        try:
+            segments = json.loads((self.directory / "meta.json").read_text())["segments"]
+            total = sum(s["max_doc"] for s in segments)
+            deleted = sum((s.get("deletes") or {}).get("num_deleted_docs", 0) for s in segments)
+        except (OSError, ValueError, KeyError, TypeError):
+            return 0.0
+        return deleted / total if total else 0.0
+
+    def rebuild(self, chunks: Iterable[Chunk]) -> None:
+        """Replace every document by `chunks` in one commit, leaving no deleted document behind
+        (a crash before the commit keeps the index as it was)."""
+        t0 = time.perf_counter()
+        share = self.deleted_share()
+        self.replace([], chunks, everything=True)
+        log.info("lexical index rebuilt (%.0f%% of its documents were deleted) in %.1f s",
+                 100 * share, time.perf_counter() - t0)
 
     def _query(self, query: str):
         """The BM25 query for `query`, built once for the last few texts: one question is searched

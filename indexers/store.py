@@ -178,6 +178,19 @@ class Store:
                                     (path,)).fetchall()
         return [_stored(r) for r in rows]
 
+    def iter_chunks(self, batch: int = 2_000):
+        """Every chunk, by rowid in batches (the lexical index's rebuild reads them all once)."""
+        last = 0
+        while True:
+            with self._lock:
+                rows = self._db.execute(f"SELECT rowid, {_READ_COLUMNS} FROM chunks WHERE rowid > ? "
+                                        "ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield _stored(row[1:])
+
     def chunk_ids_for_paths(self, paths: Sequence[str]) -> list[str]:
         out: list[str] = []
         with self._lock:

@@ -37,6 +37,10 @@ log = logging.getLogger(__name__)
 BATCH_FILES = 200
 EMBED_BATCH = 64
 OPTIMIZE_EVERY = 4096  # vectors written between LanceDB compactions
+# A sync that leaves more than this share of the lexical index's documents deleted (but still
+# counted by BM25) rebuilds it from the store, so a tree ranks as if freshly indexed whatever
+# its edit history (see `LexicalIndex.deleted_share`; BENCHMARKS 29b). None: never.
+LEXICAL_REBUILD_ABOVE: float | None = 0.2
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
@@ -148,6 +152,11 @@ class Indexer:
             # the lexical analyser or the chunker changed: every file is re-chunked as if new (vectors
             # of unchanged chunks come back from the cache)
             self._apply(candidates, removed, {} if reanalyse else manifest, result, skipped, progress, should_stop)
+            if (LEXICAL_REBUILD_ABOVE is not None and not (should_stop and should_stop())
+                    and self.lexical.deleted_share() > LEXICAL_REBUILD_ABOVE):
+                t0 = time.perf_counter()
+                self.lexical.rebuild(self.store.iter_chunks())
+                result.timings_ms["lexical_rebuild"] = _ms(t0)
             result.skipped = dict(skipped)
             if scopes is None and not (should_stop and should_stop()):
                 self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +28,10 @@ RELOAD_S = 5.0
 ANN_MIN_ROWS = 200_000  # below: the exact mirror is faster than the ANN index and exact
 ANN_NPROBES = 20
 ANN_REFINE = 10
+# LanceDB keeps every version's files for 7 days unless told otherwise: a busy workspace's
+# table grew to 29 GB for 0.2 GB of live vectors (sympy, BENCHMARKS 29a). Versions older than
+# this are removed at each compaction; a reader in another process reloads within RELOAD_S.
+KEEP_OLD_VERSIONS = timedelta(minutes=10)
 
 
 _blas_limited = False
@@ -209,10 +214,11 @@ class VectorIndex:
 
     def optimize(self) -> None:
         """Compact the versions written by many small upserts (and fold new rows into the ANN
-        index); build the ANN index when the table has grown past `ann_min_rows`. Safe to skip."""
+        index), delete the files of versions older than KEEP_OLD_VERSIONS, and build the ANN index
+        when the table has grown past `ann_min_rows`. Safe to skip."""
         with self._lock:
             try:
-                self._table.optimize()
+                self._table.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
             except Exception as exc:  # optimisation is housekeeping, never a failure
                 log.debug("lance optimize skipped: %s", exc)
             if not self.ann and self._table.count_rows() >= self.ann_min_rows:

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from mcp_retrieval.indexers.vectors import VectorIndex
 
@@ -76,3 +77,26 @@ def test_a_question_asks_the_table_nothing_while_the_mirror_is_current(tmp_path,
     assert asked == []
     monkeypatch.setattr(module, "RELOAD_S", 0.0)
     assert index.search(unit(2), 1)[0][0] == "b" and asked == ["version"]
+
+
+@pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\)")  # no other reader here
+def test_compaction_deletes_the_files_of_old_versions(tmp_path, monkeypatch):
+    """Without the cleanup LanceDB keeps every version's files for a week (29 GB on a busy table)."""
+    from datetime import timedelta
+
+    from mcp_retrieval.indexers import vectors as vectors_module
+
+    monkeypatch.setattr(vectors_module, "KEEP_OLD_VERSIONS", timedelta(0))
+    index = VectorIndex(tmp_path / "lance", 8)
+    for batch in range(12):  # one version (and data file) per upsert, as the embedder writes
+        ids = [f"c{batch}-{i}" for i in range(5)]
+        index.upsert(ids, [f"f{batch}.py"] * 5, np.stack([unit(batch * 10 + i) for i in range(5)]))
+        index.delete_paths([f"f{batch - 1}.py"])
+    data = tmp_path / "lance" / "chunks.lance" / "data"
+    files_before = len(list(data.iterdir()))
+    index.optimize()
+    assert len(index._table.list_versions()) <= 2
+    assert len(list(data.iterdir())) < files_before / 4
+    assert index.count() == 5 and index.search(unit(112), 1)[0][0] == "c11-2"
+    reopened = VectorIndex(tmp_path / "lance", 8)
+    assert reopened.count() == 5 and reopened.search(unit(110), 1)[0][0] == "c11-0"
