@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
@@ -203,15 +204,27 @@ class HashEmbedder:
         return out
 
 
-class EmbeddingCache:
-    """(model id, sha256 of the embedded text) -> vector, shared by every root on the machine."""
+CACHE_MAX_ROWS = 500_000  # ~1 GB on disk of 384-dim vectors: a dozen sympy-sized repositories
 
-    def __init__(self, path: Path):
+
+class EmbeddingCache:
+    """(model id, sha256 of the embedded text) -> vector, shared by every root on the machine.
+
+    Bounded: the day each vector was last written or read is kept beside it, and when a write
+    takes the cache past `max_rows` the vectors least recently used are dropped down to 90% of
+    it (a branch switch back finds the vectors it needs; texts no tree has held for months go
+    first). The days live in a table of their own so that an older release sharing the cache
+    still reads and writes `vectors` as it knows it (its rows count as never used)."""
+
+    def __init__(self, path: Path, max_rows: int = CACHE_MAX_ROWS):
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.max_rows = max_rows
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, sha TEXT, vec BLOB, PRIMARY KEY (model, sha))")
+        self._db.execute("CREATE TABLE IF NOT EXISTS used (model TEXT, sha TEXT, day INTEGER, PRIMARY KEY (model, sha))")
         self._lock = threading.Lock()
+        self._rows_at_most: int | None = None  # this process's writes added to the last count
 
     def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -222,12 +235,48 @@ class EmbeddingCache:
                 for sha, blob in self._db.execute(
                         f"SELECT sha, vec FROM vectors WHERE model=? AND sha IN ({marks})", [model, *part]):
                     found[sha] = np.frombuffer(blob, dtype=np.float32)
+            self._mark_used(model, found)
         return found
 
     def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
         with self._lock:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                  [(model, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()])
+            self._mark_used(model, items)
+            # counted only when this process's writes may have crossed the bound (a count is a
+            # scan); other processes' writes are seen at the next count
+            if self._rows_at_most is None or self._rows_at_most + len(items) > self.max_rows:
+                rows = self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+                if rows > self.max_rows:
+                    self._drop_least_used(rows - int(self.max_rows * 0.9))
+                    rows = int(self.max_rows * 0.9)
+                self._rows_at_most = rows
+            else:
+                self._rows_at_most += len(items)
+
+    def _mark_used(self, model: str, shas) -> None:
+        self._db.executemany("INSERT OR REPLACE INTO used VALUES (?, ?, ?)",
+                             [(model, sha, _today()) for sha in shas])
+
+    def _drop_least_used(self, drop: int) -> None:
+        """One sort of the whole cache (about a second at the bound), then nothing until it has
+        grown by a tenth again."""
+        self._db.execute("BEGIN")
+        self._db.execute("DELETE FROM vectors WHERE rowid IN (SELECT v.rowid FROM vectors v LEFT JOIN used u "
+                         "ON u.model = v.model AND u.sha = v.sha ORDER BY COALESCE(u.day, 0), v.rowid LIMIT ?)",
+                         (drop,))
+        self._db.execute("DELETE FROM used WHERE NOT EXISTS (SELECT 1 FROM vectors v "
+                         "WHERE v.model = used.model AND v.sha = used.sha)")
+        self._db.execute("COMMIT")
+        log.info("embedding cache: dropped the %d vectors least recently used", drop)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+
+
+def _today() -> int:
+    return int(time.time() // 86_400)
 
 
 def embed_text(header: str, text: str) -> str:

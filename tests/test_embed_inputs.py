@@ -77,3 +77,39 @@ def test_generated_files_are_searchable_at_once_and_embedded_last(workspace, tmp
     pending = {p for (p,) in indexer.store.query("SELECT DISTINCT path FROM chunks WHERE embedded=0")}
     assert pending == {"src/shop/_generated_rates.py"}
     indexer.store.close()
+
+
+def test_the_embedding_cache_drops_the_vectors_least_recently_used(tmp_path, monkeypatch):
+    from mcp_retrieval.indexers import embed
+
+    day = [20_000]
+    monkeypatch.setattr(embed, "_today", lambda: day[0])
+    cache = EmbeddingCache(tmp_path / "cache.sqlite", max_rows=10)
+    vec = np.ones(4, dtype=np.float32)
+    cache.put_many("m", {f"old{i}": vec * i for i in range(8)})
+    day[0] += 1
+    assert set(cache.get_many("m", ["old5", "old6", "old7"])) == {"old5", "old6", "old7"}  # read: refreshed
+    cache.put_many("m", {f"new{i}": vec for i in range(5)})  # 13 rows: down to 9
+    assert len(cache) == 9
+    kept = set(cache.get_many("m", [f"old{i}" for i in range(8)] + [f"new{i}" for i in range(5)]))
+    assert kept == {"old4", "old5", "old6", "old7", *(f"new{i}" for i in range(5))}
+    assert np.array_equal(cache.get_many("m", ["old6"])["old6"], vec * 6)
+
+
+def test_an_embedding_cache_from_before_the_bound_opens_and_keeps_its_vectors_for_both_releases(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "cache.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE vectors (model TEXT, sha TEXT, vec BLOB, PRIMARY KEY (model, sha))")
+    db.execute("INSERT INTO vectors VALUES ('m', 'a', ?)", (np.ones(4, dtype=np.float32).tobytes(),))
+    db.commit()
+    db.close()
+    cache = EmbeddingCache(path)
+    assert np.array_equal(cache.get_many("m", ["a"])["a"], np.ones(4, dtype=np.float32))
+    cache.put_many("m", {"b": np.zeros(4, dtype=np.float32)})
+    assert len(cache) == 2
+    db = sqlite3.connect(path)  # the older release's own write still fits the table
+    db.execute("INSERT OR REPLACE INTO vectors VALUES ('m', 'c', ?)", (np.ones(4, dtype=np.float32).tobytes(),))
+    db.commit()
+    assert len(cache) == 3
