@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 BATCH_FILES = 200
 EMBED_BATCH = 64
 OPTIMIZE_EVERY = 4096  # vectors written between LanceDB compactions
-# A sync that leaves more than this share of the lexical index's documents deleted (but still
-# counted by BM25) rebuilds it from the store, so a tree ranks as if freshly indexed whatever
-# its edit history (see `LexicalIndex.deleted_share`; BENCHMARKS 29b). None: never.
+# A sync that leaves more than this share of the lexical index's documents deleted (still
+# stepped over by every search and counted by BM25) rebuilds it from the store: searches on a
+# churned index ran at half speed, and its rankings drift from a fresh index's (see
+# `LexicalIndex.deleted_share`; BENCHMARKS 29b). None: never.
 LEXICAL_REBUILD_ABOVE: float | None = 0.2
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 

@@ -1,4 +1,4 @@
-"""The lexical index ranks a tree the same whatever its edit history."""
+"""The lexical index rebuilt past a share of deleted documents scores as a fresh one."""
 
 import pytest
 
@@ -21,7 +21,7 @@ def scores(indexer: Indexer, question: str) -> dict[str, float]:
     return dict(indexer.lexical.search(question, 200))
 
 
-def test_an_edited_tree_ranks_as_if_freshly_indexed(tmp_path):
+def test_an_edited_tree_rebuilt_past_a_fifth_deleted_scores_as_a_fresh_index(tmp_path):
     root = tmp_path / "repo"
     root.mkdir()
     for n in range(30):

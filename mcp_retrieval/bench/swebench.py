@@ -216,9 +216,9 @@ def report(results: list[dict], modes: list[str]) -> str:
         fh = [m["func_hits"] for m in ms if m["func_hits"] == m["func_hits"]]
         lat = sorted(m["ms"] for m in ms)
         p95 = lat[min(len(lat) - 1, int(round(0.95 * (len(lat) - 1))))]
-        lines.append(f"| {mode} | {mean('acc@1'):.2f} | {mean('acc@3'):.2f} | {mean('acc@5'):.2f} | "
-                     f"{mean('acc@10'):.2f} | {mean('recall@5'):.2f} | {mean('mrr'):.2f} | "
-                     f"{statistics.fmean(fh) if fh else float('nan'):.2f} | {statistics.median(lat):.0f} | {p95:.0f} |")
+        lines.append(f"| {mode} | {mean('acc@1'):.3f} | {mean('acc@3'):.3f} | {mean('acc@5'):.3f} | "
+                     f"{mean('acc@10'):.3f} | {mean('recall@5'):.3f} | {mean('mrr'):.3f} | "
+                     f"{statistics.fmean(fh) if fh else float('nan'):.3f} | {statistics.median(lat):.0f} | {p95:.0f} |")
     for key in ("language", "repo"):
         groups = defaultdict(list)
         for r in results:

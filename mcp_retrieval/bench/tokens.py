@@ -260,7 +260,7 @@ def report(results: list[dict], budgets: list[int], variants: list[str] = ("cont
                 vals = [c[key] for c in cells if c[key] == c[key]]
                 return statistics.fmean(vals) if vals else float("nan")
 
-            lines.append(f"| {b} | {name} | {mean('func_hit'):.2f} | {mean('line_recall'):.2f} | "
-                         f"{mean('file_recall'):.2f} | {statistics.median(c['tokens'] for c in cells):.0f} | "
+            lines.append(f"| {b} | {name} | {mean('func_hit'):.3f} | {mean('line_recall'):.3f} | "
+                         f"{mean('file_recall'):.3f} | {statistics.median(c['tokens'] for c in cells):.0f} | "
                          f"{sum(c['over_budget'] for c in cells)} |")
     return "\n".join(lines)
