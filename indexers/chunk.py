@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 
@@ -19,14 +19,10 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
 # Scala and Kotlin parsed; other code extensions no longer plain text. 3: notebooks read as their
 # cells' script (`indexers/notebooks.py`), not as JSON; generator stamps below a license header
-# (`languages.looks_generated`) mark a file generated. 4: a split definition's short last piece
-# joins the piece before it (MIN_TAIL_CHARS).
-CHUNKER_VERSION = "4"
+# (`languages.looks_generated`) mark a file generated.
+CHUNKER_VERSION = "3"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
-# A split definition's last piece shorter than this joins the piece before it: alone, a closing
-# `return result` ranked on its header and took a window's seat (BENCHMARKS 29e).
-MIN_TAIL_CHARS = 360
 WINDOW_LINES = 60
 _COMMENT_PREFIXES = ("#", "//", "/*", "*", "--", ";")
 
@@ -333,11 +329,7 @@ def _split_large(definition, start, end, body, lines, symbol, kind, context) -> 
             pieces.append(_Seg(piece_start, line, symbol, kind, list(context), mergeable=False))
             piece_start, size = line + 1, 0
     if piece_start <= end:
-        tail = sum(len(lines[i]) + 1 for i in range(piece_start, min(end + 1, len(lines))))
-        if pieces and tail < MIN_TAIL_CHARS:  # a last `return x` alone is a piece no one can read
-            pieces[-1] = replace(pieces[-1], end=end)
-        else:
-            pieces.append(_Seg(piece_start, end, symbol, kind, list(context), mergeable=False))
+        pieces.append(_Seg(piece_start, end, symbol, kind, list(context), mergeable=False))
     return pieces
 
 

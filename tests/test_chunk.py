@@ -1,5 +1,5 @@
 from mcp_retrieval.indexers.analysis import split_identifier, terms
-from mcp_retrieval.indexers.chunk import MAX_CHARS, MIN_TAIL_CHARS, chunk_file
+from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
 from mcp_retrieval.indexers.languages import language_for
 
 
@@ -52,16 +52,3 @@ def test_identifiers_are_split_and_kept_whole():
     assert split_identifier("getHTTPResponse_code") == ["get", "http", "response", "code"]
     t = terms("merge_environment_settings XMLParser")
     assert {"merge_environment_settings", "merge", "environment", "settings", "xmlparser", "xml", "parser"} <= set(t)
-
-
-def test_a_split_definition_leaves_no_short_last_piece():
-    """`return result` alone ranked on its header and took a window's seat (BENCHMARKS 29e)."""
-    statements = "\n".join(f"    if options.flag_{i}:\n        result.append(compute_value({i}, options))"
-                           for i in range(40))
-    text = f"def expand(options):\n    result = []\n{statements}\n    return result\n"
-    chunks = chunk_file("expand.py", text, "python")
-    assert len(chunks) > 1 and all(c.symbol == "expand" for c in chunks)
-    assert chunks[-1].end_line == len(text.splitlines()) and "return result" in chunks[-1].text
-    assert all(len(c.text) >= MIN_TAIL_CHARS for c in chunks)
-    lines = [line for c in chunks for line in range(c.start_line, c.end_line + 1)]
-    assert lines == list(range(1, len(text.splitlines()) + 1))  # every line once, in order
