@@ -88,7 +88,8 @@ def main(argv: list[str]) -> int:
     questions = [r["problem_statement"] for r in rows]
     work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-drift-"))
     served = update.LEXICAL_REBUILD_ABOVE
-    arms = {"rebuild at %.0f%%" % (100 * served): served, "never rebuilt": None}
+    arms = {(f"rebuild at {100 * served:.0f}%" if served is not None else "as served (rebuild off)"): served,
+            "never rebuilt": None}
     indexers: dict[str, Indexer] = {}
     print(f"{name}: {len(steps)} checkouts of {len(commits)} base commits, {len(questions)} questions",
           file=sys.stderr)
