@@ -238,8 +238,8 @@ def main(argv: list[str]) -> int:
     print(report(results, budgets, variants))
     if STRUCTURED_RATIO:
         ratios = sorted(STRUCTURED_RATIO)
-        print(f"\nstructured / text content (characters), context calls: median {statistics.median(ratios):.2f}, "
-              f"max {ratios[-1]:.2f} over {len(ratios)} calls")
+        print(f"\nstructured / text content (characters), context calls: median {statistics.median(ratios):.3f}, "
+              f"max {ratios[-1]:.3f} over {len(ratios)} calls")
     for engine, _ in engines.values():
         engine.close()
     return 0
