@@ -156,8 +156,11 @@ class Indexer:
             if (LEXICAL_REBUILD_ABOVE is not None and not (should_stop and should_stop())
                     and self.lexical.deleted_share() > LEXICAL_REBUILD_ABOVE):
                 t0 = time.perf_counter()
-                self.lexical.rebuild(self.store.iter_chunks())
-                result.timings_ms["lexical_rebuild"] = _ms(t0)
+                try:
+                    self.lexical.rebuild(self.store.iter_chunks())
+                    result.timings_ms["lexical_rebuild"] = _ms(t0)
+                except Exception as exc:  # housekeeping: the last commit stands, the next sync tries again
+                    log.warning("lexical index not rebuilt (%s); it keeps answering as it was", exc)
             result.skipped = dict(skipped)
             if scopes is None and not (should_stop and should_stop()):
                 self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)

@@ -58,3 +58,26 @@ def test_a_rebuild_keeps_every_document_and_leaves_none_deleted(tmp_path, monkey
     assert indexer.lexical.deleted_share() == 0.0 and indexer.lexical.num_docs() == live
     after = scores(indexer, "refund invoice")
     assert set(after) == set(before) and after != before  # the same documents, scored without the dead
+
+
+def test_a_failed_rebuild_leaves_the_index_answering_and_the_sync_done(tmp_path, monkeypatch):
+    root = tmp_path / "repo"
+    root.mkdir()
+    for n in range(10):
+        write_module(root, n, 0)
+    indexer = Indexer(root, tmp_path / "idx", None, None)
+    indexer.sync()
+    before = scores(indexer, "refund invoice")
+
+    def broken(chunks):
+        next(iter(chunks))
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(indexer.lexical, "rebuild", broken)
+    for n in range(5):
+        write_module(root, n, 1)
+    result = indexer.sync()
+    assert result.files_changed == 5 and "lexical_rebuild" not in result.timings_ms
+    assert indexer.lexical.deleted_share() > 0.2  # as it was: searchable, the new text included
+    assert indexer.lexical.num_docs() == indexer.store.counts()["chunks"]
+    assert scores(indexer, "refund invoice") and scores(indexer, "refund invoice") != before
