@@ -29,7 +29,7 @@ ANN_MIN_ROWS = 200_000  # below: the exact mirror is faster than the ANN index a
 ANN_NPROBES = 20
 ANN_REFINE = 10
 # LanceDB keeps every version's files for 7 days unless told otherwise: a busy workspace's
-# table grew to 29 GB for 0.2 GB of live vectors (sympy, BENCHMARKS 29a). Versions older than
+# table grew to 29 GB for ~70 MB of live vectors (sympy, BENCHMARKS 29a). Versions older than
 # this are removed at each compaction; a reader in another process reloads within RELOAD_S.
 KEEP_OLD_VERSIONS = timedelta(minutes=10)
 
