@@ -96,12 +96,14 @@ def main(argv: list[str]) -> int:
     shares: dict[str, list[str]] = {arm: [] for arm in arms}
     rebuild_ms: list[float] = []
     for n, commit in enumerate(steps, 1):
-        for arm, threshold in arms.items():
-            tree = work / f"tree-{list(arms).index(arm)}"
+        for k, (arm, threshold) in enumerate(arms.items()):
+            tree = work / f"tree-{k}"
             checkout(Path(git_dir), commit, tree)
+            if arm not in indexers:
+                indexers[arm] = Indexer(tree, work / f"index-{k}", None, None)
+            indexer = indexers[arm]
             update.LEXICAL_REBUILD_ABOVE = threshold
             try:
-                indexer = indexers.setdefault(arm, Indexer(tree, work / f"index-{list(arms).index(arm)}", None, None))
                 result = indexer.sync()
             finally:
                 update.LEXICAL_REBUILD_ABOVE = served
