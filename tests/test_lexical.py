@@ -21,13 +21,19 @@ def scores(indexer: Indexer, question: str) -> dict[str, float]:
     return dict(indexer.lexical.search(question, 200))
 
 
-def test_an_edited_tree_rebuilt_past_a_fifth_deleted_scores_as_a_fresh_index(tmp_path):
+def indexed_tree(tmp_path, files: int) -> tuple:
+    """A tree of `files` modules and its index, synced once: (root, indexer)."""
     root = tmp_path / "repo"
     root.mkdir()
-    for n in range(30):
+    for n in range(files):
         write_module(root, n, 0)
-    edited = Indexer(root, tmp_path / "edited", None, None)
-    edited.sync()
+    indexer = Indexer(root, tmp_path / "idx", None, None)
+    indexer.sync()
+    return root, indexer
+
+
+def test_an_edited_tree_rebuilt_past_a_fifth_deleted_scores_as_a_fresh_index(tmp_path):
+    root, edited = indexed_tree(tmp_path, 30)
     for edit in range(1, 4):  # a third of the files rewritten, three times over
         for n in range(0, 30, 3):
             write_module(root, n + edit - 1, edit)
@@ -41,13 +47,8 @@ def test_an_edited_tree_rebuilt_past_a_fifth_deleted_scores_as_a_fresh_index(tmp
 
 
 def test_a_rebuild_keeps_every_document_and_leaves_none_deleted(tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    root.mkdir()
-    for n in range(10):
-        write_module(root, n, 0)
     monkeypatch.setattr(update, "LEXICAL_REBUILD_ABOVE", None)
-    indexer = Indexer(root, tmp_path / "idx", None, None)
-    indexer.sync()
+    root, indexer = indexed_tree(tmp_path, 10)
     for n in range(5):
         write_module(root, n, 1)
     indexer.sync()
@@ -61,12 +62,7 @@ def test_a_rebuild_keeps_every_document_and_leaves_none_deleted(tmp_path, monkey
 
 
 def test_a_failed_rebuild_leaves_the_index_answering_and_the_sync_done(tmp_path, monkeypatch):
-    root = tmp_path / "repo"
-    root.mkdir()
-    for n in range(10):
-        write_module(root, n, 0)
-    indexer = Indexer(root, tmp_path / "idx", None, None)
-    indexer.sync()
+    root, indexer = indexed_tree(tmp_path, 10)
     before = scores(indexer, "refund invoice")
 
     def broken(chunks):
