@@ -180,16 +180,9 @@ class Store:
 
     def iter_chunks(self, batch: int = 2_000):
         """Every chunk, by rowid in batches (the lexical index's rebuild reads them all once)."""
-        last = 0
-        while True:
-            with self._lock:
-                rows = self._db.execute(f"SELECT rowid, {_READ_COLUMNS} FROM chunks WHERE rowid > ? "
-                                        "ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield _stored(row[1:])
+        for row in self._by_rowid(f"SELECT rowid, {_READ_COLUMNS} FROM chunks WHERE rowid > ? "
+                                  "ORDER BY rowid LIMIT ?", batch):
+            yield _stored(row[1:])
 
     def chunk_ids_for_paths(self, paths: Sequence[str]) -> list[str]:
         out: list[str] = []
@@ -261,17 +254,21 @@ class Store:
         """(path, source, target, type) of the import edges, or of all others, in rowid batches:
         sympy has 600k raw edges, and holding them at once cost ~200 MB that Python's allocator
         then kept for the server's life."""
+        for row in self._by_rowid("SELECT rowid, path, source, target, type FROM edges WHERE rowid > ? AND "
+                                  f"type {'=' if imports else '!='} 'import' ORDER BY rowid LIMIT ?", batch):
+            yield row[1:]
+
+    def _by_rowid(self, sql: str, batch: int):
+        """The rows of `sql` (rowid first; its parameters the last rowid seen and the batch size),
+        `batch` at a time under the lock, so a caller walking a big table never holds it whole."""
         last = 0
         while True:
             with self._lock:
-                rows = self._db.execute(
-                    "SELECT rowid, path, source, target, type FROM edges WHERE rowid > ? AND "
-                    f"type {'=' if imports else '!='} 'import' ORDER BY rowid LIMIT ?", (last, batch)).fetchall()
+                rows = self._db.execute(sql, (last, batch)).fetchall()
             if not rows:
                 return
             last = rows[-1][0]
-            for row in rows:
-                yield row[1:]
+            yield from rows
 
 
 def embed_priority(chunk: Chunk) -> int:
