@@ -236,8 +236,9 @@ class EmbeddingCache:
                 for sha, blob in self._db.execute(
                         f"SELECT sha, vec FROM vectors WHERE model=? AND sha IN ({marks})", [model, *part]):
                     found[sha] = np.frombuffer(blob, dtype=np.float32)
-            with self._transaction():
-                self._mark_used(model, found)
+            if found:  # a write lock only when there is something to mark
+                with self._transaction():
+                    self._mark_used(model, found)
         return found
 
     def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
@@ -269,8 +270,8 @@ class EmbeddingCache:
         self._db.execute("COMMIT")
 
     def _mark_used(self, model: str, shas) -> None:
-        self._db.executemany("INSERT OR REPLACE INTO used VALUES (?, ?, ?)",
-                             [(model, sha, _today()) for sha in shas])
+        today = _today()
+        self._db.executemany("INSERT OR REPLACE INTO used VALUES (?, ?, ?)", [(model, sha, today) for sha in shas])
 
     def _drop_least_used(self, drop: int) -> None:
         """One sort of the whole cache (about a second at the bound), then nothing until it has
