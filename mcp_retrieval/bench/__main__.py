@@ -11,7 +11,14 @@ def main(argv: list[str]) -> int:
     if not argv or argv[0] not in COMMANDS:
         print(USAGE, file=sys.stderr)
         return 2
-    return COMMANDS[argv[0]].main(argv[1:])
+    from mcp_retrieval.bench.checkout import TreeBusy
+    from mcp_retrieval.indexers.update import IndexBusy
+
+    try:
+        return COMMANDS[argv[0]].main(argv[1:])
+    except (TreeBusy, IndexBusy) as exc:  # another run holds the work directory: say so in one line
+        print(f"bench {argv[0]}: {exc}", file=sys.stderr)
+        return 1
 
 
 raise SystemExit(main(sys.argv[1:]))

@@ -3,11 +3,17 @@
 Snapshots from the fetch tool have no work tree and lack blobs of 4 MiB and more, so the tree is
 written from `git ls-tree` / `git cat-file --batch`, skipping missing blobs; between two commits
 only the files whose blob changed are rewritten, so the index update stays incremental.
+
+A work tree belongs to one process at a time (`hold_tree`): two bench runs sharing a `--work`
+would each rewrite the files the other's state file says are in place, and the index would then
+follow files of neither commit. The index's own lock caught that only after the tree was changed.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -27,8 +33,32 @@ def _ls_tree(git_dir: Path, commit: str) -> dict[str, str]:
     return tree
 
 
+class TreeBusy(RuntimeError):
+    """Another process holds the work tree."""
+
+
+_held: dict[Path, int] = {}  # work tree -> the open lock file: held until the process ends
+
+
+def hold_tree(work: Path) -> None:
+    """Take `work` for this process (idempotent); TreeBusy if another process has it."""
+    work = work.resolve()
+    if work in _held:
+        return
+    work.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(work.parent / (work.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise TreeBusy(f"another process is using the work tree {work}; give each concurrent run its own --work") \
+            from None
+    _held[work] = fd
+
+
 def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
     """Make `work` hold `commit`'s files. Returns counts of written, removed and missing files."""
+    hold_tree(work)
     work.mkdir(parents=True, exist_ok=True)
     state_file = work.parent / (work.name + ".tree.json")
     old = json.loads(state_file.read_text()) if state_file.exists() else {}

@@ -1,0 +1,34 @@
+"""`bench.checkout`: a commit materialised from a git directory; one process per work tree."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from mcp_retrieval.bench.checkout import checkout
+from tests.test_bench_commits import commit, git
+
+pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+
+
+def test_checkout_moves_between_commits_and_a_second_process_is_refused(tmp_path):
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    first = commit(repo, {"a.py": "x = 1\n", "b.py": "y = 2\n"}, "first")
+    second = commit(repo, {"a.py": "x = 3\n"}, "second")
+    tree = tmp_path / "work" / "trees" / "o__r"
+    assert checkout(repo / ".git", first, tree)["written"] == 2
+    counts = checkout(repo / ".git", second, tree)
+    assert counts["written"] == 1 and (tree / "a.py").read_text() == "x = 3\n"
+    # this process holds the tree now: another one gets a clear refusal and changes nothing
+    probe = ("import sys; from pathlib import Path; from mcp_retrieval.bench.checkout import checkout, TreeBusy\n"
+             "try:\n    checkout(Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3]))\n"
+             "except TreeBusy as e:\n    print(e); sys.exit(3)\n")
+    out = subprocess.run([sys.executable, "-c", probe, str(repo / ".git"), first, str(tree)],
+                         capture_output=True, text=True)
+    assert out.returncode == 3 and "another process is using the work tree" in out.stdout
+    assert (tree / "a.py").read_text() == "x = 3\n"
