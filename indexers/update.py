@@ -65,10 +65,12 @@ class SyncResult:
 
 
 class WriteLock:
-    """An flock on the index directory: released by the OS if the holder is killed."""
+    """An flock on the index directory: released by the OS if the holder is killed. `busy`: the
+    error raised when another process holds it (IndexBusy naming the index by default)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, busy: Exception | None = None):
         self.path = path
+        self._busy = busy
         self._fd: int | None = None
 
     def __enter__(self) -> "WriteLock":
@@ -78,7 +80,7 @@ class WriteLock:
         except BlockingIOError:
             os.close(self._fd)
             self._fd = None
-            raise IndexBusy(f"another process is writing the index at {self.path.parent}") from None
+            raise (self._busy or IndexBusy(f"another process is writing the index at {self.path.parent}")) from None
         return self
 
     def __exit__(self, *exc) -> None:

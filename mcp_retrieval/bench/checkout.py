@@ -11,12 +11,12 @@ follow files of neither commit. The index's own lock caught that only after the 
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
+
+from mcp_retrieval.indexers.update import WriteLock
 
 
 def _ls_tree(git_dir: Path, commit: str) -> dict[str, str]:
@@ -37,7 +37,7 @@ class TreeBusy(RuntimeError):
     """Another process holds the work tree."""
 
 
-_held: dict[Path, int] = {}  # work tree -> the open lock file: held until the process ends
+_held: dict[Path, WriteLock] = {}  # work tree -> its lock, taken and never released: held until the process ends
 
 
 def hold_tree(work: Path) -> None:
@@ -46,14 +46,8 @@ def hold_tree(work: Path) -> None:
     if work in _held:
         return
     work.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(work.parent / (work.name + ".lock"), os.O_CREAT | os.O_RDWR, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise TreeBusy(f"another process is using the work tree {work}; give each concurrent run its own --work") \
-            from None
-    _held[work] = fd
+    busy = TreeBusy(f"another process is using the work tree {work}; give each concurrent run its own --work")
+    _held[work] = WriteLock(work.parent / (work.name + ".lock"), busy).__enter__()
 
 
 def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
