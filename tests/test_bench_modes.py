@@ -60,6 +60,13 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
     assert engine.config.tier_weights["dense"] == 0.3
     dense.set("served", engine)
     assert engine.config.tier_weights["dense"] == 0.8
+    new_tier = Weight("dense_new=0.6")  # a tier the served configuration does not name stays unnamed there
+    new_tier.set("served", engine)
+    assert "dense_new" not in engine.config.tier_weights
+    new_tier.set("flipped", engine)
+    assert engine.config.tier_weights["dense_new"] == 0.6
+    new_tier.set("served", engine)
+    assert "dense_new" not in engine.config.tier_weights
     with pytest.raises(ValueError):
         Weight("dense")
     cells = {"acc@1": 1.0, "acc@3": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr": 1.0}

@@ -57,7 +57,12 @@ class Switch:
 
 
 class Weight:
-    """`tier=value`: the flipped arm fuses `tier` at `value` (the served arm at the engine's own weight)."""
+    """`tier=value`: the flipped arm fuses `tier` at `value` (the served arm at the engine's own weight).
+
+    A tier the served configuration does not name stays unnamed in the served arm: the pipeline
+    runs an optional tier only when its weight is set, while fusion weighs an unnamed tier that
+    did run at 1.0 — recording that 1.0 as the served weight once ran a new tier at 1.0 in the
+    "served" arm (BENCHMARKS 32b)."""
 
     def __init__(self, spec: str):
         self.tier, eq, value = spec.partition("=")
@@ -65,12 +70,15 @@ class Weight:
             self.flipped = float(value)
         except ValueError:
             raise ValueError(f"{spec}: give a tier and its weight, e.g. dense=0.4") from None
-        self.served: dict[int, float] = {}
+        self.served: dict[int, float | None] = {}  # engine -> its own weight, None: not named
 
     def set(self, arm: str, engine) -> None:
         weights = engine.config.tier_weights
-        self.served.setdefault(id(engine), weights.get(self.tier, 1.0))
-        weights[self.tier] = self.served[id(engine)] if arm == "served" else self.flipped
+        served = self.served.setdefault(id(engine), weights.get(self.tier))
+        if arm == "served" and served is None:
+            weights.pop(self.tier, None)
+        else:
+            weights[self.tier] = served if arm == "served" else self.flipped
 
 
 def _set_arm(changes: list, arm: str, engine) -> None:
