@@ -7,7 +7,9 @@ a window that shows the second half of `Session.request` without its first half 
 it. So a piece in the head of the pool brings its sibling pieces along, just below it: the
 assembler then shows the whole definition when the budget has room, and otherwise the next
 candidate as before. Definitions bigger than MAX_SHARE of the budget are left alone — a
-500-line docstring-heavy entry point (`latex`, `lambdify`) would fill the window with prose.
+500-line docstring-heavy entry point (`latex`, `lambdify`) would fill the window with prose, and
+in a wide window a long constructor brought whole by its pieces (weak ones among them, each at
+SHARE of the best) pushes the other files' candidates out (docs/BENCHMARKS.md 33f).
 
 Pure but for the `pieces_of` callback, which reads a file's stored chunks.
 """
@@ -21,7 +23,7 @@ from mcp_retrieval.retrieve import Candidate
 
 HEAD = 12  # pieces among the first this many candidates bring their siblings
 SHARE = 0.9  # a sibling piece ranks at this share of the piece that brought it
-MAX_SHARE = 0.5  # the whole definition must cost at most this share of the budget
+MAX_SHARE = 0.3  # the whole definition must cost at most this share of the budget (0.5 until 33f)
 ADJACENT = 2  # pieces of one definition follow each other within this many lines
 CONTINUATIONS = True  # the switch (docs/BENCHMARKS.md 22)
 

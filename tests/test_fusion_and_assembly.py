@@ -232,15 +232,16 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
                         key=lambda c: c.start_line)
         assert len(pieces) >= 3  # the chunker split it
         matched = Candidate(chunk=pieces[-1], score=1.0)  # the piece the question's words are in
-        pool = continuation.with_continuations([matched], 6000, lambda root, path: eng.store.chunks_for_path(path))
+        whole = sum(p.tokens for p in pieces)
+        budget = int(whole / continuation.MAX_SHARE) + 1  # the smallest window the rule brings it whole in
+        pool = continuation.with_continuations([matched], budget, lambda root, path: eng.store.chunks_for_path(path))
         assert pool[0] is matched and {c.chunk.id for c in pool[1:]} == {p.id for p in pieces[:-1]}
         assert all(c.score == continuation.SHARE for c in pool[1:])
-        whole = sum(p.tokens for p in pieces)
-        assert len(continuation.with_continuations([matched], int(whole / continuation.MAX_SHARE) - 1,
+        assert len(continuation.with_continuations([matched], budget - 2,
                                                    lambda root, path: eng.store.chunks_for_path(path))) == 1
 
         def shown():  # lexical tiers only (no vectors): the first piece holds none of the question's words
-            return {c.start_line for c in eng.context("redirect_budget retry is wrong", budget_tokens=6000).chunks
+            return {c.start_line for c in eng.context("redirect_budget retry is wrong", budget_tokens=budget).chunks
                     if c.path == "client.py"}
         assert pieces[0].start_line in shown()  # wired into `context`
         monkeypatch.setattr(continuation, "CONTINUATIONS", False)
