@@ -233,7 +233,7 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
         assert len(pieces) >= 3  # the chunker split it
         matched = Candidate(chunk=pieces[-1], score=1.0)  # the piece the question's words are in
         whole = sum(p.tokens for p in pieces)
-        budget = int(whole / continuation.MAX_SHARE) + 1  # the smallest window the rule brings it whole in
+        budget = int(whole / continuation.MAX_SHARE) + 1  # just big enough for the rule to bring it whole
         pool = continuation.with_continuations([matched], budget, lambda root, path: eng.store.chunks_for_path(path))
         assert pool[0] is matched and {c.chunk.id for c in pool[1:]} == {p.id for p in pieces[:-1]}
         assert all(c.score == continuation.SHARE for c in pool[1:])
