@@ -57,6 +57,11 @@ THRIFT = 0.25
 THRIFT_REFERENCE = 200  # tokens (header and body) at which the factor is 1
 THRIFT_FLOOR = 100  # a shorter chunk (a split definition's last lines) counts as this long
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
+# Each piece is booked at an upper bound (its header with the path, which the window writes once
+# per run of one file), so a wide window's books ran out while a tenth of its budget was still
+# free. When a candidate does not fit whole by the books, what is left is counted again from the
+# window as rendered so far before the candidate is cut or passed over.
+EXACT_REMAINING = True  # BENCHMARKS 34a
 
 
 @dataclass
@@ -329,6 +334,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
+    recounted = -1  # how many pieces were chosen when what is left was last counted from the render
     while pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
         values = [lam * (c.score / top) * thrift[id(c)] - (1 - lam) * redundancy[id(c)] for c in pool]
         best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
@@ -340,6 +346,16 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt,
                               code_over)
         cut = placed is None or (placed.excerpt and not placed.by_choice)
+        if cut and EXACT_REMAINING and recounted != len(chosen):
+            recounted = len(chosen)
+            exact = _left_after(chosen, budget, head, layout, stub_note_due=bool(delivered) and not any(
+                p.stub for p in chosen))
+            if exact > remaining:
+                remaining = exact
+                limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
+                placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier,
+                                      max_excerpt, code_over)
+                cut = placed is None or (placed.excerpt and not placed.by_choice)
         if cut and not seats_to_keep and best.chunk.sha256 not in delivered:
             whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
             if whole is not None:
@@ -360,6 +376,14 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         elif sum(p.stub for p in chosen) >= max_chunks:
             pool = [c for c in pool if c.chunk.sha256 not in delivered]
     return chosen
+
+
+def _left_after(chosen: list[Placed], budget: int, head: str, layout: Layout, stub_note_due: bool) -> int:
+    """What the budget has left for one more piece (and its joining newline) after the window
+    rendered from `chosen`, counted exactly; the stub note is kept back while it is still due."""
+    used = budget_tokens(render_window(order_for_reading(chosen), head, layout)) if chosen else \
+        budget_tokens(head) if head else 0
+    return budget - used - 1 - (budget_tokens(STUB_NOTE) + 1 if stub_note_due else 0)
 
 
 def _class_docs_elided(c: Candidate) -> bool:

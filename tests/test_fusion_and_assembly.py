@@ -399,3 +399,25 @@ def test_relevance_per_token_counts_a_python_class_by_the_code_it_will_show(monk
     assert assemble_module._shown_tokens(as_function) == as_function.chunk.tokens
     monkeypatch.setattr(assemble_module, "THRIFT_CLASS_CODE", False)
     assert assemble_module._shown_tokens(c) == c.chunk.tokens
+
+
+def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_over(monkeypatch):
+    # Twelve short chunks of one file are booked with a full header each, but the window writes
+    # their path once: by the books the budget is spent, as rendered a thirteenth chunk (another
+    # file) still fits whole, and it comes — the ceiling still exact.
+    from mcp_retrieval import assemble as assembly
+
+    same_file = [1 + 7 * k for k in range(12)]  # make_candidate puts i % 7 == 1 in pkg/mod1.py
+    pool = [make_candidate(i, budget_counts([t])[0], 1.0 - n / 100, t)
+            for n, (i, t) in enumerate((i, make_text(i, 2, "discount")) for i in same_file)]
+    last = make_text(2, 8, "discount")
+    pool.append(make_candidate(2, budget_counts([last])[0], 0.5, last))
+    budget = budget_tokens(render_window(order_for_reading([Placed(c, False, c.chunk.text) for c in pool]), "know"))
+
+    def window():
+        return assemble(pool, budget=budget, max_chunks=32, head="know", query_terms=frozenset({"discount"}))
+
+    served = window()
+    assert len(served.placed) == 13 and not any(p.excerpt for p in served.placed) and served.tokens <= budget
+    monkeypatch.setattr(assembly, "EXACT_REMAINING", False)  # by the books alone: the last one is left out
+    assert len(window().placed) == 12
