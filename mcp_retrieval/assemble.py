@@ -345,7 +345,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt,
                               code_over)
-        cut = placed is None or (placed.excerpt and not placed.by_choice)
+        cut = _is_cut(placed)
         if cut and EXACT_REMAINING and recounted != len(chosen):
             recounted = len(chosen)
             exact = _left_after(chosen, budget, head, layout, stub_note_due=bool(delivered) and not any(
@@ -355,7 +355,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
                 limit = min(remaining - seats_to_keep * SEAT_TOKENS, max_piece)
                 placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier,
                                       max_excerpt, code_over)
-                cut = placed is None or (placed.excerpt and not placed.by_choice)
+                cut = _is_cut(placed)
         if cut and not seats_to_keep and best.chunk.sha256 not in delivered:
             whole = _near_miss(best, header_cost[id(best)], limit, max_piece, chosen, budget, head, layout)
             if whole is not None:
@@ -378,11 +378,15 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     return chosen
 
 
+def _is_cut(placed: Placed | None) -> bool:
+    """Not placed, or cut to an excerpt because it did not fit (not by the layout's choice)."""
+    return placed is None or (placed.excerpt and not placed.by_choice)
+
+
 def _left_after(chosen: list[Placed], budget: int, head: str, layout: Layout, stub_note_due: bool) -> int:
     """What the budget has left for one more piece (and its joining newline) after the window
     rendered from `chosen`, counted exactly; the stub note is kept back while it is still due."""
-    used = budget_tokens(render_window(order_for_reading(chosen), head, layout)) if chosen else \
-        budget_tokens(head) if head else 0
+    used = budget_tokens(render_window(order_for_reading(chosen), head, layout))
     return budget - used - 1 - (budget_tokens(STUB_NOTE) + 1 if stub_note_due else 0)
 
 
