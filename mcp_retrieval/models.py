@@ -36,13 +36,14 @@ class Compact(BaseModel):
 
 class Know(Compact):
     """The answer holds. `confidence` is what an agent reads; the evidence behind it (`top_score`,
-    `score_gap`, `lexical_dense_agree`) comes with `debug: true` (see ChunkOut)."""
+    `score_gap`, `lexical_dense_agree`, `path_match`) comes with `debug: true` (see ChunkOut):
+    `path_match` repeats the first chunk's path, a tenth of a 256-token window's structured content."""
     found: Literal[True] = True
     confidence: float
     top_score: float | None = Field(None, description="the best candidate's score; with debug")
     score_gap: float | None = Field(None, description="its lead over the next; with debug")
     lexical_dense_agree: bool | None = Field(None, description="lexical and vector search agree on it; with debug")
-    path_match: str | None = None
+    path_match: str | None = Field(None, description="the file the question names, where the best chunk is; with debug")
 
 
 class Miss(Compact):
@@ -64,6 +65,14 @@ class IndexStatus(Compact):
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
     roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
     store: str | None = Field(None, description="a replica: whether its object store answers, else null")
+
+    def settled(self, vectors_off: bool = False) -> bool:
+        """Ready and current: nothing being indexed or waiting for it, every vector made (none to
+        make when the workspace runs without vectors: `lexical_only` is then its steady state), a
+        replica's store answering. A `context` result leaves such a status out (it says nothing new)."""
+        steady = "lexical_only" if vectors_off else "ready"
+        return (self.state == steady and not self.pending_changes and (vectors_off or not self.vectors_pending)
+                and (self.store is None or self.store.startswith("reachable")))
 
 
 class RootStatus(BaseModel):
@@ -137,7 +146,9 @@ class ContextResult(Compact):
     chunks: list[ChunkOut] = Field(default_factory=list)
     signatures: list[SignatureOut] | None = Field(None, description="what the delivered code calls or extends, "
                                                   "in the window's room left; absent when none")
-    index: IndexStatus
+    index: IndexStatus | None = Field(None, description="the index's state: present when it is not settled (being "
+                                      "indexed, changes or vectors pending, a replica's store unreachable) or with "
+                                      "debug; absent, the index is ready and current")
     debug: Debug | None = None
     _window: str = PrivateAttr("")
 

@@ -137,6 +137,11 @@ class Workspace:
         status.store = self.store_state
         return status
 
+    @property
+    def vectors_off(self) -> bool:
+        """No root embeds: lexical search only, by configuration or for want of the model."""
+        return all(e.embedder is None for e in self.engines.values())
+
     def _status(self) -> IndexStatus:
         parts = {name: e.status() for name, e in list(self.engines.items())}
         if not self.multi:
@@ -297,7 +302,7 @@ class Workspace:
         result = ContextResult(chunks=[_chunk_out(p, several_roots=self.multi, debug=debug) for p in placed],
                                signatures=[SignatureOut(root=s.root if self.multi else None, path=s.path, line=s.line,
                                                         symbol=s.symbol, text=s.text) for s in signatures] or None,
-                               index=self.status())
+                               index=None if (status := self.status()).settled(self.vectors_off) and not debug else status)
         result.window = window.text
         _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:
@@ -473,7 +478,7 @@ def _set_outcome(result, outcome: Know | Miss, debug: bool) -> None:
         result.miss = outcome
     else:
         result.know = outcome if debug else outcome.model_copy(
-            update={"top_score": None, "score_gap": None, "lexical_dense_agree": None})
+            update={"top_score": None, "score_gap": None, "lexical_dense_agree": None, "path_match": None})
 
 
 def _chunk_out(p: assemble.Placed, *, several_roots: bool, debug: bool) -> ChunkOut:

@@ -9,8 +9,9 @@ from pathlib import Path
 import anyio
 from mcp import Client
 
-from mcp_retrieval.models import Miss
+from mcp_retrieval.models import IndexStatus, Miss
 from mcp_retrieval.server import build_server
+from mcp_retrieval.workspace import Workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = (ROOT / "docs" / "CONTRACT.md").read_text()
@@ -100,5 +101,22 @@ def test_structured_content_validates_against_the_output_schema_and_leaves_out_n
         assert {"symbol", "text"} <= set(chunk)  # required: sent even when null
         assert not {"root", "score", "tiers", "content_sha256", "tokens"} & set(chunk)  # one root; evidence: debug
         assert not {"delivered", "excerpt", "diff"} & {k for k, v in chunk.items() if v is False}
-    assert set(know["know"]) <= {"found", "confidence", "path_match"}  # the evidence comes with debug
-    assert "roots" not in know["index"] and "store" not in know["index"]
+    assert set(know["know"]) == {"found", "confidence"}  # the evidence comes with debug
+    settled = IndexStatus(**results[2][1]["index"]).settled()  # `packet` always reports the index
+    assert settled == ("index" not in know), "context leaves out the status of a settled index, only that"
+    assert "roots" not in results[2][1]["index"] and "store" not in results[2][1]["index"]
+
+
+def test_context_reports_an_unsettled_index_and_a_settled_one_only_with_debug(engine):
+    """The index status says something when work is pending; a settled one is left out of
+    `context` (it cost ~150 characters, a fifth of a 256-token window's structured content)."""
+    assert engine.status().settled()
+    r = Workspace.single(engine).context("apply_discount", budget_tokens=256)
+    assert r.index is None and r.chunks
+    assert Workspace.single(engine).context("apply_discount", budget_tokens=256, debug=True).index.settled()
+    engine.pending_paths.add("src/shop/pricing.py")  # a change seen by the watcher, not yet indexed
+    try:
+        pending = Workspace.single(engine).context("apply_discount", budget_tokens=256).index
+        assert pending is not None and pending.pending_changes == 1 and not pending.settled()
+    finally:
+        engine.pending_paths.discard("src/shop/pricing.py")

@@ -92,7 +92,7 @@ def main(argv: list[str]) -> int:
         lexical_s = time.perf_counter() - t0
         first = engine.context("where is the main entry point configured")
         report["first_lexical_answer_s"] = round(time.perf_counter() - t0, 1)
-        report["first_answer_state"] = first.index.state
+        report["first_answer_state"] = first.index.state if first.index else "ready"  # absent: settled
         t1 = time.perf_counter()
         embedded, reused = engine.indexer.embed_pending(max_priority=0 if args.code_only else PRIORITY_LAST)
         embed_s = time.perf_counter() - t1
