@@ -74,3 +74,12 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
                {"instance_id": "b-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "ranks": [1]}}]
     text = report(results, "packet")
     assert "| acc@1 | 1.000 | 0.500 |" in text and "moved (1):" in text and "a-1: gold ranks [1] served, [2] flipped" in text
+
+
+def test_the_structured_size_is_reported_per_budget_and_in_all():
+    from mcp_retrieval.bench.tokens import structured_report
+
+    table = structured_report({256: [1.0, 1.3, 1.1], 4000: [1.02]}).splitlines()
+    assert table[2] == "| budget 256 | 3 | 1.100 | 1.300 |"
+    assert table[3] == "| budget 4000 | 1 | 1.020 | 1.020 |"
+    assert table[4] == "| all | 4 | 1.060 | 1.300 |"

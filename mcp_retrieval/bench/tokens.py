@@ -108,7 +108,7 @@ def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: 
             "file_recall": sum(bool(shown.get(f)) for f in files) / len(files)}
 
 
-STRUCTURED_RATIO: list[float] = []  # structured content chars / text content chars, per context call
+STRUCTURED_RATIO: dict[int, list[float]] = defaultdict(list)  # budget -> structured / text chars, per context call
 
 
 VARIANTS = {"context": {}, "compact": {"render": "compact"}, "floor3": {"seat_floor": 3}, "floor2": {"seat_floor": 2},
@@ -136,7 +136,7 @@ def context_window(engine: Engine, query: str, budget: int, variant: str = "cont
     if r.chunks and variant == "context":  # what the server sends: the window as text, the model (no
         # window) as structured content, serialised as on the wire (pydantic's JSON: compact, non-ASCII as is)
         wire = json.dumps(r.model_dump(mode="json"), separators=(",", ":"), ensure_ascii=False)
-        STRUCTURED_RATIO.append(len(wire) / max(1, len(r.window)))
+        STRUCTURED_RATIO[budget].append(len(wire) / max(1, len(r.window)))
     return shown, budget_tokens(r.window)
 
 
@@ -237,12 +237,20 @@ def main(argv: list[str]) -> int:
               f"files {c['file_recall']:.2f}", file=sys.stderr, flush=True)
     print(report(results, budgets, variants))
     if STRUCTURED_RATIO:
-        ratios = sorted(STRUCTURED_RATIO)
-        print(f"\nstructured / text content (characters), context calls: median {statistics.median(ratios):.3f}, "
-              f"max {ratios[-1]:.3f} over {len(ratios)} calls")
+        print("\n" + structured_report(STRUCTURED_RATIO))
     for engine, _ in engines.values():
         engine.close()
     return 0
+
+
+def structured_report(ratios: dict[int, list[float]]) -> str:
+    """Structured content against text content (characters, as on the wire), per budget and in all:
+    #13 bounds it per call, and a small window amortises the fixed fields least."""
+    def row(label, values):
+        return f"| {label} | {len(values)} | {statistics.median(values):.3f} | {max(values):.3f} |"
+    lines = ["| structured / text, context calls | calls | median | max |", "|---|---|---|---|"]
+    lines += [row(f"budget {b}", ratios[b]) for b in sorted(ratios) if ratios[b]]
+    return "\n".join(lines + [row("all", [r for values in ratios.values() for r in values])])
 
 
 def report(results: list[dict], budgets: list[int], variants: list[str] = ("context",)) -> str:
