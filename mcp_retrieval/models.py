@@ -148,7 +148,7 @@ class ContextResult(Compact):
                                                   "in the window's room left; absent when none")
     index: IndexStatus | None = Field(None, description="the index's state: present when it is not settled (being "
                                       "indexed, changes or vectors pending, a replica's store unreachable) or with "
-                                      "debug; absent, the index is ready and current")
+                                      "debug; absent, the index is ready and current (without vectors: lexical-only and current)")
     debug: Debug | None = None
     _window: str = PrivateAttr("")
 

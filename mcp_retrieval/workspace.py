@@ -299,10 +299,11 @@ class Workspace:
             if escalate == "ask_user" and lead.engine.config.corpus_map:  # what there is, to ask the user about
                 text = "\n".join(filter(None, [text, self._map(roots, budget_tokens - assemble.budget_tokens(text) - 1)]))
             window = assemble.Window([], text, assemble.budget_tokens(text))
+        status = self.status()  # a settled one says nothing new: sent only when asked for (debug)
         result = ContextResult(chunks=[_chunk_out(p, several_roots=self.multi, debug=debug) for p in placed],
                                signatures=[SignatureOut(root=s.root if self.multi else None, path=s.path, line=s.line,
                                                         symbol=s.symbol, text=s.text) for s in signatures] or None,
-                               index=None if (status := self.status()).settled(self.vectors_off) and not debug else status)
+                               index=status if debug or not status.settled(self.vectors_off) else None)
         result.window = window.text
         _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:
