@@ -60,7 +60,8 @@ class IndexStatus(Compact):
     files: int
     chunks: int
     pending_changes: int = Field(description="files changed on disk or queued but not yet indexed")
-    vectors_pending: int = 0
+    vectors_pending: int = Field(0, description="chunks without a vector yet; in a workspace that runs without "
+                                 "vectors every chunk (its state is then lexical_only)")
     last_updated: str | None = None
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
     roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
