@@ -46,6 +46,12 @@ STRICT_PATH_MATCH = True
 TOP_PACKAGE_IS_NO_MODULE_ANCHOR = True
 _TOP_PACKAGE_INIT = re.compile(r"^(?:src/|lib/)?[^/]+/__init__\.pyi?$")
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
+# A name the question uses that nothing defines is looked up as its getter too: a report writes the
+# concept (`basetemp`), the code defines `getbasetemp` / `get_basetemp` / `_get_basetemp`.
+# Credited at AFFIXED_SHARE of a definition of the name itself.
+AFFIXED_NAMES = True  # BENCHMARKS 36e
+AFFIXES = ("get{}", "get_{}", "_get_{}")
+AFFIXED_SHARE = 0.5
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -284,7 +290,23 @@ class Retriever:
                         f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
                         f"({','.join('?' * len(rare))})", rare):
                     credits.append((path, line, min(mentions[name], 4) / counts[name] ** 0.5))
+            if AFFIXED_NAMES:
+                credits += self._affixed_credits({n: c for n, c in mentions.items() if not counts.get(n)})
         return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _affixed_credits(self, undefined: dict[str, int]) -> list[tuple[str, int, float]]:
+        """(path, line, weight) of getters (`AFFIXES`) of names the question uses that nothing defines."""
+        forms = {affix.format(name): name for name in undefined if len(name) >= 4 for affix in AFFIXES}
+        if not forms:
+            return []
+        marks = ",".join("?" * len(forms))
+        rows = self.store.query(f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN ({marks})",
+                                list(forms))
+        defs: dict[str, int] = {}
+        for name, _, _ in rows:
+            defs[name] = defs.get(name, 0) + 1
+        return [(path, line, AFFIXED_SHARE * min(undefined[forms[name]], 4) / defs[name] ** 0.5)
+                for name, path, line in rows if defs[name] <= MAX_SYMBOL_DEFS]
 
     def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
         """Each definition's weight goes to the chunk holding its first line (the innermost,
