@@ -281,32 +281,32 @@ class Retriever:
         mentions = {name: count for name, count in anchors.identifiers.most_common(40)
                     if not (name in anchors.prose_names and name.lower() == own)}
         if mentions:
-            marks = ",".join("?" * len(mentions))
-            counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "
-                                           "GROUP BY name", list(mentions)))
-            rare = [n for n in mentions if 0 < counts.get(n, 0) <= MAX_SYMBOL_DEFS]
-            if rare:
-                for name, path, line in self.store.query(
-                        f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
-                        f"({','.join('?' * len(rare))})", rare):
-                    credits.append((path, line, min(mentions[name], 4) / counts[name] ** 0.5))
-            if AFFIXED_NAMES:
-                credits += self._affixed_credits({n: c for n, c in mentions.items() if not counts.get(n)})
+            named, defined = self._definition_credits(mentions)
+            credits += named
+            if AFFIXED_NAMES:  # getters of the names nothing defines
+                getters = {affix.format(name): count for name, count in mentions.items()
+                           if name not in defined and len(name) >= 4 for affix in AFFIXES}
+                credits += self._definition_credits(getters, AFFIXED_SHARE)[0]
         return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def _affixed_credits(self, undefined: dict[str, int]) -> list[tuple[str, int, float]]:
-        """(path, line, weight) of getters (`AFFIXES`) of names the question uses that nothing defines."""
-        forms = {affix.format(name): name for name in undefined if len(name) >= 4 for affix in AFFIXES}
-        if not forms:
-            return []
-        marks = ",".join("?" * len(forms))
-        rows = self.store.query(f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN ({marks})",
-                                list(forms))
-        defs: dict[str, int] = {}
-        for name, _, _ in rows:
-            defs[name] = defs.get(name, 0) + 1
-        return [(path, line, AFFIXED_SHARE * min(undefined[forms[name]], 4) / defs[name] ** 0.5)
-                for name, path, line in rows if defs[name] <= MAX_SYMBOL_DEFS]
+    def _definition_credits(self, mentions: dict[str, int], share: float = 1.0
+                            ) -> tuple[list[tuple[str, int, float]], set[str]]:
+        """(path, line, weight) of each definition of a rare name among `mentions` (name -> times the
+        question uses it; at most MAX_SYMBOL_DEFS definitions), weighted `share` x uses (at most 4)
+        / sqrt(definitions); and the names defined at all. Two SQL queries: counts, then rare rows."""
+        if not mentions:
+            return [], set()
+        marks = ",".join("?" * len(mentions))
+        counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "
+                                       "GROUP BY name", list(mentions)))
+        rare = [n for n in mentions if 0 < counts.get(n, 0) <= MAX_SYMBOL_DEFS]
+        credits = []
+        if rare:
+            for name, path, line in self.store.query(
+                    f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
+                    f"({','.join('?' * len(rare))})", rare):
+                credits.append((path, line, share * min(mentions[name], 4) / counts[name] ** 0.5))
+        return credits, {n for n, c in counts.items() if c}
 
     def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
         """Each definition's weight goes to the chunk holding its first line (the innermost,
