@@ -46,12 +46,6 @@ STRICT_PATH_MATCH = True
 TOP_PACKAGE_IS_NO_MODULE_ANCHOR = True
 _TOP_PACKAGE_INIT = re.compile(r"^(?:src/|lib/)?[^/]+/__init__\.pyi?$")
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
-# A name the question uses that nothing defines is looked up as its getter too: a report writes the
-# concept (`basetemp`), the code defines `getbasetemp` / `get_basetemp` / `_get_basetemp`.
-# Credited at AFFIXED_SHARE of a definition of the name itself.
-AFFIXED_NAMES = True  # BENCHMARKS 36e
-AFFIXES = ("get{}", "get_{}", "_get_{}")
-AFFIXED_SHARE = 0.5
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
 
@@ -280,22 +274,15 @@ class Retriever:
         own = self.project if PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL else None
         mentions = {name: count for name, count in anchors.identifiers.most_common(40)
                     if not (name in anchors.prose_names and name.lower() == own)}
-        if mentions:
-            named, defined = self._definition_credits(mentions)
-            credits += named
-            if AFFIXED_NAMES:  # getters of the names nothing defines
-                getters = {affix.format(name): count for name, count in mentions.items()
-                           if name not in defined and len(name) >= 4 for affix in AFFIXES}
-                credits += self._definition_credits(getters, AFFIXED_SHARE)[0]
+        credits += self._definition_credits(mentions)
         return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
 
-    def _definition_credits(self, mentions: dict[str, int], share: float = 1.0
-                            ) -> tuple[list[tuple[str, int, float]], set[str]]:
+    def _definition_credits(self, mentions: dict[str, int]) -> list[tuple[str, int, float]]:
         """(path, line, weight) of each definition of a rare name among `mentions` (name -> times the
-        question uses it; at most MAX_SYMBOL_DEFS definitions), weighted `share` x uses (at most 4)
-        / sqrt(definitions); and the names defined at all. Two SQL queries: counts, then rare rows."""
+        question uses it; at most MAX_SYMBOL_DEFS definitions), weighted uses (at most 4) /
+        sqrt(definitions). Two SQL queries: counts, then rare rows."""
         if not mentions:
-            return [], set()
+            return []
         marks = ",".join("?" * len(mentions))
         counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "
                                        "GROUP BY name", list(mentions)))
@@ -305,8 +292,8 @@ class Retriever:
             for name, path, line in self.store.query(
                     f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
                     f"({','.join('?' * len(rare))})", rare):
-                credits.append((path, line, share * min(mentions[name], 4) / counts[name] ** 0.5))
-        return credits, {n for n, c in counts.items() if c}
+                credits.append((path, line, min(mentions[name], 4) / counts[name] ** 0.5))
+        return credits
 
     def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
         """Each definition's weight goes to the chunk holding its first line (the innermost,

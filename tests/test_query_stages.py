@@ -408,23 +408,3 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     paths = [i.path for i in engine.packet(question).items]
     assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
 
-
-def test_a_name_nothing_defines_is_looked_up_as_its_getter(engine, monkeypatch):
-    """A report names the concept (`basetemp`); the code defines its getter (`getbasetemp`)."""
-    from mcp_retrieval import retrieve
-
-    (engine.config.root / "src" / "shop" / "tmp.py").write_text(
-        "class TempFactory:\n    def getbasetemp(self):\n        return self.root / 'base'\n\n"
-        "    def mktemp(self, name):\n        return self.getbasetemp() / name\n")
-    engine.reindex()
-    question = "The `basetemp` directory is created in the wrong place when the user name has a backslash"
-
-    def found():
-        hits = engine.retriever.symbol_hits(extract(question, []))
-        return [engine.store.chunks_by_id([cid])[cid] for cid, _ in hits]
-
-    monkeypatch.setattr(retrieve, "AFFIXED_NAMES", True)
-    [chunk] = found()
-    assert chunk.path == "src/shop/tmp.py" and "def getbasetemp" in chunk.text
-    monkeypatch.setattr(retrieve, "AFFIXED_NAMES", False)
-    assert found() == []
