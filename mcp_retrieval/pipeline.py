@@ -13,7 +13,7 @@ from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
 from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, with_joined_pairs, \
-    without_environment
+    without_environment, without_template_comments
 from mcp_retrieval.rerank import RerankSignals, signals_for
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.stages import StageLog
@@ -23,6 +23,7 @@ from mcp_retrieval.understand import Understanding, deterministic, with_host
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 JOIN_TITLE_PAIRS = True  # the title tier also searches `man page` as `manpage` (question_parts.with_joined_pairs)
 ENVIRONMENT_SET_ASIDE = True  # version dumps leave the question before any stage reads it (question_parts)
+TEMPLATE_COMMENTS_SET_ASIDE = True  # so do an issue template's HTML comments (BENCHMARKS 37c)
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -49,7 +50,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
          stages: StageLog | None = None, graph: bool | None = None, history=None,
          recent_turns: Sequence[str] = (), pool_size: int | None = None) -> Ranked:
     stages = stages or StageLog()
-    set_aside = 0
+    set_aside = comments = 0
+    if TEMPLATE_COMMENTS_SET_ASIDE:  # the template's instructions are no part of the report
+        query, comments = without_template_comments(query)
     if ENVIRONMENT_SET_ASIDE:  # the reporter's installation is no part of the subject
         query, set_aside = without_environment(query)
     with stages.run("classify") as st:
@@ -58,7 +61,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     with stages.run("extract") as st:
         anchors = extract(query, active_files)
         st["detail"] = f"{len(anchors.paths)} paths, {len(anchors.identifiers)} identifiers" + (
-            f"; {set_aside} lines of an environment dump set aside" if set_aside else "")
+            f"; {set_aside} lines of an environment dump set aside" if set_aside else "") + (
+            f"; {comments} template comments set aside" if comments else "")
     understanding = _understand_stages(query, sub_queries, host, stages, config.decompose)
     ranked: dict[str, list[tuple[str, float]]] = {}
     pool = pool_size or config.pool_size

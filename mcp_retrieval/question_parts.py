@@ -80,6 +80,26 @@ def _own_lines(block: str) -> list[str]:
     return out
 
 
+# An issue template's instructions: HTML comments, which GitHub does not show. Only closed ones: a
+# reporter who deleted the `-->` wrote the rest of the report inside the comment.
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.S)
+
+
+def without_template_comments(query: str) -> tuple[str, int]:
+    """The question without the HTML comments a template left in it, and how many it held. A
+    template's hints name its own files and words — bat's asks for the output of
+    `diagnostics/info.sh`, which then ranked first for an infinite-loop report —, none of them the
+    reporter's; each comment's line breaks stay, so the lines around it keep their places."""
+    found = 0
+
+    def blank(m: re.Match) -> str:
+        nonlocal found
+        found += 1
+        return "\n" * m.group(0).count("\n")
+
+    return _HTML_COMMENT.sub(blank, query), found
+
+
 # A line of an environment dump (`xr.show_versions()`, `pip list`, an issue template's Versions
 # section): a short name, then a version or None — `numpy: 1.18.5`, `LANG: en_US.UTF-8`,
 # `pytest 4.4.0`, `Python 3.10.9 (main, ...) [Clang ...]`.

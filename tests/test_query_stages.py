@@ -408,3 +408,32 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     paths = [i.path for i in engine.packet(question).items]
     assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
 
+
+
+def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
+    """A template's HTML comments (hidden on GitHub) name the template's own files, not the subject."""
+    from mcp_retrieval import pipeline
+    from mcp_retrieval.question_parts import without_template_comments
+
+    root = engine.config.root
+    (root / "diagnostics").mkdir()
+    (root / "diagnostics" / "info.sh").write_text(
+        "#!/bin/sh\n# Prints what a bug report needs: versions, environment, configuration.\n"
+        "echo \"version: $(shop --version)\"\nenv | grep SHOP_\ncat ~/.config/shop/config\n")
+    (root / "src" / "shop" / "discount.py").write_text(
+        "def seasonal_discount(order, season):\n    \"\"\"The discount of an order in a season.\"\"\"\n"
+        "    return order.total * RATES[season]\n")
+    engine.reindex()
+    template = ("<!--\nThanks for the report! Please run diagnostics/info.sh and paste the bug report "
+                "output: the version, environment and configuration it prints.\n-->\n")
+    question = f"seasonal_discount is wrong in winter\n{template}The winter discount of an order is too high.\n"
+    kept, found = without_template_comments(question)
+    assert found == 1 and "info.sh" not in kept and kept.count("\n") == question.count("\n")
+    # a comment the reporter never closed holds the rest of the report: it stays
+    assert without_template_comments("Crash\n<!-- the stack:\nKeyError") == ("Crash\n<!-- the stack:\nKeyError", 0)
+
+    monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", False)
+    assert "diagnostics/info.sh" in [i.path for i in engine.packet(question).items][:2]
+    monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", True)
+    paths = [i.path for i in engine.packet(question).items]
+    assert paths[0] == "src/shop/discount.py" and "diagnostics/info.sh" not in paths
