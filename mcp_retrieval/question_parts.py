@@ -90,14 +90,7 @@ def without_template_comments(query: str) -> tuple[str, int]:
     template's hints name its own files and words — bat's asks for the output of
     `diagnostics/info.sh`, which then ranked first for an infinite-loop report —, none of them the
     reporter's; each comment's line breaks stay, so the lines around it keep their places."""
-    found = 0
-
-    def blank(m: re.Match) -> str:
-        nonlocal found
-        found += 1
-        return "\n" * m.group(0).count("\n")
-
-    return _HTML_COMMENT.sub(blank, query), found
+    return _HTML_COMMENT.subn(lambda m: "\n" * m.group(0).count("\n"), query)
 
 
 # A line of an environment dump (`xr.show_versions()`, `pip list`, an issue template's Versions

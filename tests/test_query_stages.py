@@ -409,7 +409,6 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
 
 
-
 def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
     """A template's HTML comments (hidden on GitHub) name the template's own files, not the subject."""
     from mcp_retrieval import pipeline
