@@ -129,8 +129,8 @@ class History:
     def _read_log(self, head: str, since: str | None) -> int:
         span = f"{since}..{head}" if since else head
         relative = [] if self.git_dir else ["--relative"]  # a root below the top: its paths, its commits
-        out = self._git("log", "--no-merges", "--no-renames", "--name-only", *relative, f"-n{MAX_COMMITS}",
-                        "--format=%x1e%H%x1f%ct%x1f%B%x1f", span)
+        out = self._git("log", "--no-merges", "--no-renames", "--no-ext-diff", "--no-textconv", "--name-only",
+                        *relative, f"-n{MAX_COMMITS}", "--format=%x1e%H%x1f%ct%x1f%B%x1f", span)
         if out is None or out.returncode != 0:
             return 0
         rows = []

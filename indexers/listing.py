@@ -26,8 +26,43 @@ log = logging.getLogger(__name__)
 GIT_TIMEOUT_S = 120
 
 
+# Configuration a repository can set (in its own `.git/config`, or an `include.path` it names)
+# that makes git run a program. A cloned repository is not trusted: every git call of the project
+# overrides these on the command line, which outranks every config file. Keys are from
+# git-config(1); per-driver keys (`diff.<driver>.textconv`, `filter.<driver>.*`) cannot be named
+# in advance, so the commands that could reach them are given `--no-textconv`/`--no-ext-diff`
+# (log) or never run (no checkout, add, status or diff here).
+NEUTRALISED_CONFIG = (
+    "core.fsmonitor=false",          # runs a hook program on every index read (ls-files, log)
+    "core.hooksPath=/dev/null",      # hooks, e.g. post-index-change
+    "core.pager=cat",                # only with a terminal, but never a repository's program
+    "core.editor=false",
+    "sequence.editor=false",
+    "core.askPass=",
+    "core.sshCommand=ssh",           # network commands are never run; belt and braces
+    "credential.helper=",
+    "diff.external=",
+    "gpg.program=gpg",
+    "gpg.ssh.program=ssh-keygen",
+    "log.showSignature=false",       # %G? and --show-signature run gpg.program
+    "protocol.ext.allow=never",
+)
+
+
 def _git() -> str | None:
     return shutil.which("git")
+
+
+def git_command(git: str, *args: str, directory: Path | None = None, git_dir: Path | None = None) -> list[str]:
+    """The argv of a git call that runs no program the repository names (NEUTRALISED_CONFIG)."""
+    base = [git]
+    for setting in NEUTRALISED_CONFIG:
+        base += ["-c", setting]
+    if git_dir is not None:
+        base.append(f"--git-dir={git_dir}")
+    elif directory is not None:
+        base += ["-C", str(directory)]
+    return [*base, *args]
 
 
 def run_git(directory: Path, *args: str, git_dir: Path | None = None) -> subprocess.CompletedProcess | None:
@@ -36,9 +71,9 @@ def run_git(directory: Path, *args: str, git_dir: Path | None = None) -> subproc
     git = _git()
     if git is None:
         return None
-    base = [git, f"--git-dir={git_dir}"] if git_dir else [git, "-C", str(directory)]
+    argv = git_command(git, *args, git_dir=git_dir) if git_dir else git_command(git, *args, directory=directory)
     try:
-        return subprocess.run([*base, *args], capture_output=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
+        return subprocess.run(argv, capture_output=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):
         return None
 
@@ -66,9 +101,10 @@ def work_tree_top(directory: Path) -> Path | None:
 
 
 def quiet_git_env() -> dict[str, str]:
-    """The environment for our git calls: no inherited GIT_* redirections, never a prompt."""
+    """The environment for our git calls: no inherited GIT_* redirections, never a prompt, no
+    pager, and no `GIT_CONFIG_*` key injection (the overrides come from NEUTRALISED_CONFIG)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.update(GIT_TERMINAL_PROMPT="0", GIT_PAGER="cat", GIT_ASKPASS="", SSH_ASKPASS="")
     return env
 
 
@@ -80,12 +116,13 @@ def git_listing(root: Path) -> tuple[list[str], int] | None:
     if git is None:
         return None
     env = quiet_git_env()
-    base = [git, "-C", str(root), "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard"]
+    base = git_command(git, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
+                       directory=root)
     try:
         if inside_work_tree(root):
             return _run_listing(base, env, ["--cached"])
         with tempfile.TemporaryDirectory(prefix="mcp-retrieval-git-") as empty:
-            init = subprocess.run([git, "init", "-q", "--bare", empty], capture_output=True,
+            init = subprocess.run(git_command(git, "init", "-q", "--bare", empty), capture_output=True,
                                   timeout=GIT_TIMEOUT_S, env=env)
             if init.returncode != 0:
                 return None
