@@ -46,6 +46,7 @@ IMPORT_SUFFIXES = (".py",)  # where it was measured to help
 IMPORT_LIFT_YIELDS_TO_STRONGER = True  # no lift past a file holding the best match of all
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
+FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
 HEADERS = (".h", ".hh", ".hpp", ".hxx")
 SOURCES = (".c", ".cc", ".cpp", ".cxx")
@@ -211,11 +212,22 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
         chunks.setdefault((c.root, c.chunk.path), []).append(c)
     if partner_chunk is not None:
         order = _pull_partners(order, scores, chunks, partner_chunk, pair_head)
-    first, rest = [], []
+    return distinct_first(order, scores, chunks, per_file)
+
+
+def distinct_first(order: list[FileKey], scores: dict[FileKey, float], chunks: dict[FileKey, list[Candidate]],
+                   per_file: int) -> list[Candidate]:
+    """Each file's best chunk at its file's place; its n-th further chunk at FURTHER_CHUNK_SHARE**n
+    of the file's score, so it waits behind the other files scoring near its file (a question
+    about one file, whose score stands far above the rest, still gets that file's chunks first).
+    Beyond `per_file` chunks a file waits until every file has had its turn."""
+    place = {key: i for i, key in enumerate(order)}
+    head, rest = [], []
     for key in order:
-        first.extend(chunks[key][:per_file])
-        rest.extend(chunks[key][per_file:])
-    return first + rest
+        for n, c in enumerate(chunks[key]):
+            (head if n < per_file else rest).append((scores[key] * FURTHER_CHUNK_SHARE ** n, -place[key], n, c))
+    head.sort(key=lambda t: (-t[0], -t[1], t[2]))
+    return [t[3] for t in head] + [t[3] for t in sorted(rest, key=lambda t: (-t[1], t[2]))]
 
 
 def _pull_partners(order: list[FileKey], scores: dict[FileKey, float], chunks: dict[FileKey, list[Candidate]],

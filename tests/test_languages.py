@@ -51,8 +51,15 @@ def test_several_hits_raise_a_file_but_many_weak_ones_do_not_beat_one_strong_mat
     assert order == ["b.c", "a.c", "long.c"]
 
 
-def test_one_file_shows_at_most_per_file_chunks_before_the_next_file():
-    pool = [candidate("big.c", 1.0 - i / 100, start=i * 10) for i in range(10)] + [candidate("small.c", 0.5)]
+def test_a_files_further_chunks_wait_behind_the_files_scoring_near_it():
+    pool = [candidate("a.c", 1.0), candidate("a.c", 0.95, start=20), candidate("a.c", 0.9, start=40),
+            candidate("b.c", 0.8), candidate("b.c", 0.7, start=20), candidate("c.c", 0.75)]
+    ranked = rank_files(pool, per_file=3)
+    assert [c.chunk.path for c in ranked[:4]] == ["a.c", "b.c", "c.c", "a.c"]
+
+
+def test_a_question_about_one_file_gets_its_chunks_first_up_to_per_file():
+    pool = [candidate("big.c", 1.0 - i / 100, start=i * 10) for i in range(10)] + [candidate("small.c", 0.2)]
     ranked = rank_files(pool, per_file=3)
     assert [c.chunk.path for c in ranked[:4]] == ["big.c"] * 3 + ["small.c"]
 
