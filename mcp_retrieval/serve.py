@@ -32,6 +32,9 @@ def _check_exposure(args) -> str | None:
 
 def _run(server, args, token) -> None:
     from mcp_retrieval.server import http_app
+    from mcp_retrieval.wire import accept_lone_surrogates
+
+    accept_lone_surrogates()
 
     if args.transport == "stdio":
         server.run("stdio")
