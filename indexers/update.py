@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import language_for, looks_generated
@@ -96,16 +97,21 @@ class Indexer:
         self.root = root.resolve()
         self.index_dir = index_dir
         index_dir.mkdir(parents=True, exist_ok=True)
-        self.store = Store(index_dir / "index.db")
-        self.lexical = LexicalIndex(index_dir / "tantivy")
+        self._lock_path = index_dir / "write.lock"
+        self.repairs: list[str] = []  # what was found damaged at open and rebuilt (indexers/health.py)
+        self.store = health.open_store(index_dir, self.repairs)
+        self.lexical = health.open_lexical(index_dir, self.store, self.repairs, self._write_lock)
         self.cache = cache
         self.embedder = embedder
-        self.vectors = VectorIndex(index_dir / "lance", embedder.dim) if embedder is not None else None
+        self.vectors = health.open_vectors(index_dir, embedder.dim, self.store, self.repairs, self._write_lock) \
+            if embedder is not None else None
         self.max_file_bytes = max_file_bytes
-        self._lock_path = index_dir / "write.lock"
         self._since_optimize = 0
         if embedder is not None:
             self._check_vector_model(embedder.model_id)
+
+    def _write_lock(self) -> "WriteLock":
+        return WriteLock(self._lock_path)
 
     def _check_vector_model(self, model: str) -> None:
         """Vectors of another model (or input length) are dropped and re-made; the lexical index stays."""

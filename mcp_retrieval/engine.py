@@ -9,6 +9,7 @@ the background (vectors fill in behind lexical; the watcher feeds `notify_change
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
 from dataclasses import dataclass
@@ -61,8 +62,7 @@ class Engine:
         self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder,
                                    root_name=config.root.name)
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
-        self.history = History(config.index_dir / "history.db", config.root, git_dir=config.history_git_dir,
-                               rev=config.history_rev) if config.history else None
+        self.history = self._open_history() if config.history else None
         self.coactivation = CoActivation(None if config.read_only else config.index_dir / "coactivation.db")
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
                                         persist_path=config.index_dir / "sessions.json" if config.persist_sessions else None)
@@ -80,6 +80,19 @@ class Engine:
         self.indexing = False
 
     # --- set-up -------------------------------------------------------------------------------
+    def _open_history(self) -> History:
+        """The history table; a damaged one is dropped and read again from git (it is derived)."""
+        path = self.config.index_dir / "history.db"
+        try:
+            return History(path, self.config.root, git_dir=self.config.history_git_dir, rev=self.config.history_rev)
+        except sqlite3.Error as exc:
+            note = f"the history table was damaged ({type(exc).__name__}: {exc}): read again from git"
+            log.warning(note)
+            self.indexer.repairs.append(note)
+            for name in ("history.db", "history.db-wal", "history.db-shm"):
+                (self.config.index_dir / name).unlink(missing_ok=True)
+            return History(path, self.config.root, git_dir=self.config.history_git_dir, rev=self.config.history_rev)
+
     def _load_embedder(self):
         if self.config.embedder == "none":
             return None
@@ -151,7 +164,7 @@ class Engine:
             state = "ready"
         return IndexStatus(version=VERSION, files=counts["files"], chunks=counts["chunks"],
                            pending_changes=len(self.pending_paths), vectors_pending=counts["vectors_pending"],
-                           last_updated=last, state=state)
+                           last_updated=last, state=state, repairs=list(self.indexer.repairs) or None)
 
     def reindex(self, paths: list[str] | None = None, full: bool = False, wait: bool = True,
                 progress=None) -> ReindexResult:

@@ -191,12 +191,15 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
                pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE,
                coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
-               import_specs: Callable[[str, str], list[str]] | None = None) -> list[Candidate]:
+               import_specs: Callable[[str, str], list[str]] | None = None,
+               learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
-    file has had its turn; near-duplicates of a shown chunk dropped."""
+    file has had its turn; near-duplicates of a shown chunk dropped. `learned` (the file ranker:
+    `file_scorer`) replaces the hand-set file score and the Go/Rust folder lift, which it weighs
+    as a feature."""
     kept = drop_near_duplicates(candidates, near_duplicate)
-    scores = _lift_siblings(file_scores(kept))
+    scores = learned(kept) if learned is not None else _lift_siblings(file_scores(kept))
     if import_specs is not None:
         best: dict[FileKey, float] = {}  # each file's best chunk of code (not tests, not prose)
         for c in kept:

@@ -66,6 +66,7 @@ class IndexStatus(Compact):
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
     roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
     store: str | None = Field(None, description="a replica: whether its object store answers, else null")
+    repairs: list[str] | None = Field(None, description="index parts found damaged at start and rebuilt")
 
     def settled(self, vectors_off: bool = False) -> bool:
         """Ready and current: nothing being indexed or waiting for it, every vector made (none to
@@ -73,7 +74,7 @@ class IndexStatus(Compact):
         replica's store answering. A `context` result leaves such a status out (it says nothing new)."""
         steady = "lexical_only" if vectors_off else "ready"
         return (self.state == steady and not self.pending_changes and (vectors_off or not self.vectors_pending)
-                and (self.store is None or self.store.startswith("reachable")))
+                and (self.store is None or self.store.startswith("reachable")) and not self.repairs)
 
 
 class RootStatus(BaseModel):
@@ -190,6 +191,8 @@ class PacketItem(Compact):
     action: Literal["trust", "reread", "refresh"]
     tokens: int
     why: str
+    contributions: dict[str, float] | None = Field(None, description="with debug: the file ranker's features "
+                                                   "that moved this item's file most (signed)")
 
 
 class PacketResult(Compact):

@@ -38,6 +38,7 @@ import shutil
 import sqlite3
 import tarfile
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass
@@ -55,6 +56,12 @@ OBJECTS = ("index.db", "history.db", "tantivy.tar")
 CODEC = "zstd"
 EMBEDDINGS = "embeddings"
 UPLOAD_BATCH = 5000
+# A store that accepts connections but never answers (a stopped server) must not hold start-up:
+# each request gives up after REQUEST_TIMEOUT_S, and a whole pull after PULL_DEADLINE_S, after
+# which the index starts cold as without --from (the MCP handshake waits for no more than that).
+CONNECT_TIMEOUT_S = 5
+REQUEST_TIMEOUT_S = 15
+PULL_DEADLINE_S = 25
 
 
 class StoreError(RuntimeError):
@@ -94,7 +101,8 @@ def filesystem():
     from pyarrow import fs
 
     endpoint, http = _endpoint()
-    kwargs = {"region": _region(), "connect_timeout": 5, "request_timeout": 60, "allow_bucket_creation": True,
+    kwargs = {"region": _region(), "connect_timeout": CONNECT_TIMEOUT_S, "request_timeout": REQUEST_TIMEOUT_S,
+              "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=2), "allow_bucket_creation": True,
               "access_key": os.environ.get("AWS_ACCESS_KEY_ID"), "secret_key": os.environ.get("AWS_SECRET_ACCESS_KEY")}
     if endpoint:
         kwargs.update(endpoint_override=re.sub(r"^https?://", "", endpoint), scheme="http" if http else "https")
@@ -103,7 +111,7 @@ def filesystem():
 
 def lance_options() -> dict[str, str]:
     endpoint, http = _endpoint()
-    opts = {"region": _region()}
+    opts = {"region": _region(), "connect_timeout": f"{CONNECT_TIMEOUT_S}s", "timeout": f"{REQUEST_TIMEOUT_S}s"}
     for env, key in (("AWS_ACCESS_KEY_ID", "aws_access_key_id"), ("AWS_SECRET_ACCESS_KEY", "aws_secret_access_key")):
         if os.environ.get(env):
             opts[key] = os.environ[env]
@@ -222,11 +230,40 @@ def _publish_embeddings(engine, store: StoreURL) -> int:
 
 
 # --- pull ----------------------------------------------------------------------------------------
-def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None) -> str:
+class _Cancel:
+    """Set when the caller stopped waiting: the pull then writes nothing into the index or cache.
+    The final moves hold `lock`, so a pull never half-lands after the caller gave up."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.cancelled = False
+
+
+def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None,
+         deadline_s: float = PULL_DEADLINE_S) -> str:
     """Restore the nearest published snapshot into an empty `index_dir`. Returns what happened
-    (one line); never raises for a missing, unreachable or empty store."""
+    (one line); never raises for a missing, unreachable, stalled or empty store: after
+    `deadline_s` the pull is abandoned (it writes nothing afterwards) and the index starts cold."""
+    cancel = _Cancel()
+    outcome: list[str] = []
+    worker = threading.Thread(target=lambda: outcome.append(_pull_guarded(url, root, index_dir, cache, cancel)),
+                              name="mcp-retrieval-pull", daemon=True)
+    worker.start()
+    worker.join(deadline_s)
+    with cancel.lock:
+        if outcome:
+            return outcome[0]
+        cancel.cancelled = True
+    log.warning("shared index not used (the store did not answer within %.0f s); indexing from scratch", deadline_s)
+    return f"skipped: the store did not answer within {deadline_s:.0f} s"
+
+
+_NO_LOCK = threading.Lock()  # stands in for a cancel's lock when nobody can cancel (uncontended)
+
+
+def _pull_guarded(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, cancel: _Cancel) -> str:
     try:
-        return _pull(StoreURL.parse(url), root, index_dir, cache)
+        return _pull(StoreURL.parse(url), root, index_dir, cache, cancel)
     except (StoreError, OSError, ValueError) as exc:
         log.warning("shared index not used (%s); indexing from scratch", exc)
         return f"skipped: {exc}"
@@ -235,7 +272,7 @@ def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None) ->
         return f"skipped: {type(exc).__name__}: {exc}"
 
 
-def _pull(store: StoreURL, root: Path, index_dir: Path, cache) -> str:
+def _pull(store: StoreURL, root: Path, index_dir: Path, cache, cancel: _Cancel | None = None) -> str:
     if _local_files(index_dir / "index.db"):
         return "skipped: the local index is not empty"
     head = rev_parse(root, "HEAD")
@@ -249,14 +286,14 @@ def _pull(store: StoreURL, root: Path, index_dir: Path, cache) -> str:
     if chosen is None:
         raise StoreError(f"no published snapshot of {identity} is an ancestor of {head[:12]}")
     manifest, key, behind = chosen
-    restore(manifest, key, index_dir)
-    pulled = _pull_embeddings(store, cache, manifest.get("vector_model"))
+    restore(manifest, key, index_dir, cancel)
+    pulled = _pull_embeddings(store, cache, manifest.get("vector_model"), cancel)
     distance = f" ({behind} commits behind HEAD)" if behind else ""
     return (f"pulled {manifest['identity']}@{manifest['commit'][:12]}{distance}: {manifest['files']} files, "
             f"{manifest['chunks']} chunks, {manifest.get('vectors', 0)} vectors; {pulled} cached embeddings")
 
 
-def restore(manifest: dict, key: str, index_dir: Path) -> None:
+def restore(manifest: dict, key: str, index_dir: Path, cancel: _Cancel | None = None) -> None:
     """Download one snapshot into `index_dir` (checked against its manifest); the index parts
     appear whole or not at all."""
     fs = filesystem()
@@ -278,14 +315,17 @@ def restore(manifest: dict, key: str, index_dir: Path) -> None:
 
             table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
             lancedb.connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
-        for name in ("index.db", "history.db", "tantivy", "lance"):
-            if (staging / name).exists():
-                target = index_dir / name
-                if target.is_dir():
-                    shutil.rmtree(target)
-                else:
-                    target.unlink(missing_ok=True)
-                os.replace(staging / name, target)
+        with cancel.lock if cancel else _NO_LOCK:
+            if cancel and cancel.cancelled:
+                raise StoreError("abandoned: the caller stopped waiting")
+            for name in ("index.db", "history.db", "tantivy", "lance"):
+                if (staging / name).exists():
+                    target = index_dir / name
+                    if target.is_dir():
+                        shutil.rmtree(target)
+                    else:
+                        target.unlink(missing_ok=True)
+                    os.replace(staging / name, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
@@ -347,7 +387,8 @@ def _distance(root: Path, ancestor: str, head: str) -> int | None:
     return int(count) if count and count.strip().isdigit() else None
 
 
-def _pull_embeddings(store: StoreURL, cache: EmbeddingCache | None, model: str | None) -> int:
+def _pull_embeddings(store: StoreURL, cache: EmbeddingCache | None, model: str | None,
+                     cancel: _Cancel | None = None) -> int:
     if cache is None or not model:
         return 0
     try:
@@ -358,6 +399,9 @@ def _pull_embeddings(store: StoreURL, cache: EmbeddingCache | None, model: str |
     keys = table.column("key").to_pylist()
     vectors = table.column("vector").to_numpy(zero_copy_only=False)
     items = {k[len(prefix):]: v for k, v in zip(keys, vectors) if k.startswith(prefix)}
-    cache.put_many(model, items)
+    with cancel.lock if cancel else _NO_LOCK:
+        if cancel and cancel.cancelled:
+            return 0
+        cache.put_many(model, items)
     return len(items)
 

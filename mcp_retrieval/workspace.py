@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, lead_file, module_heads
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, lead_file, module_heads
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -365,13 +365,17 @@ class Workspace:
         def partner(root: str, path: str) -> Candidate | None:
             return by_root[root].first_chunk(path)
 
+        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
+        explained = file_scorer.explain(model, query, candidates) if debug and model is not None else {}
         with stages.run("files") as st:
+            learned = (lambda kept: file_scorer.file_scores(model, query, kept)) if model is not None else None
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
                                               near_duplicate=lead.engine.config.near_duplicate,
                                               coactive=self._coactive(candidates),
-                                              import_specs=lambda root, path: by_root[root].import_specs(path))
+                                              import_specs=lambda root, path: by_root[root].import_specs(path),
+                                              learned=learned)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
-                           f"{max_items} items"
+                           f"{max_items} items, ranked by the {'learned' if model else 'hand-set'} file score"
         items: list[PacketItem] = []
         # On a weak-evidence miss the pointers are still returned, as leads to check (low confidence,
         # action `reread`): packet hands the agent places to read, never text to answer from, and an
@@ -394,7 +398,7 @@ class Workspace:
                                         end_line=c.chunk.end_line, symbol=c.chunk.symbol, score=round(c.score, 4),
                                         confidence=conf, tiers=c.tiers, content_sha256=c.chunk.sha256,
                                         fresh=state == Fresh.FRESH, action=action, tokens=c.chunk.tokens,
-                                        why=_why(c, state)))
+                                        why=_why(c, state), contributions=explained.get((c.root, c.chunk.path))))
         result = PacketResult(items=items, index=self.status())
         _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:

@@ -130,3 +130,24 @@ def test_an_unreachable_or_empty_store_is_a_warning_and_a_cold_index(workspace, 
     engine = engine_for(repo, tmp_path / "b", tmp_path / "c")
     assert engine.reindex().files_changed > 0
     engine.close()
+
+
+def test_a_store_that_accepts_but_never_answers_is_abandoned_at_the_deadline(workspace, tmp_path, monkeypatch):
+    repo = make_repo(workspace)
+    silent = socket.socket()  # listens, never accepts: connections complete in the backlog, no byte comes back
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+                           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
+            monkeypatch.setenv(key, value)
+        started = time.monotonic()
+        outcome = pull("s3://team-index/prod", repo, tmp_path / "idx", None, deadline_s=3)
+        assert outcome.startswith("skipped: the store did not answer")
+        assert time.monotonic() - started < 10
+        assert not (tmp_path / "idx" / "index.db").exists()
+        engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")  # a cold index, as without --from
+        assert engine.reindex().files_changed > 0
+        engine.close()
+    finally:
+        silent.close()

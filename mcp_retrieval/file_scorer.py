@@ -1,0 +1,89 @@
+"""The learned file ranker: one linear score per candidate file from `file_features`.
+
+The weights live in `weights/file_ranker.json` (features, standardisation, weights, the recipe's
+version and cross-validated figures), trained by `training/train_file_ranker.py` on mined commit
+history of repositories outside the evaluation list plus the dev files, folds grouped by
+repository (training/README.md). A file's score is the weighted sum of its standardised
+features; `contributions` says which features made it (shown with `debug`). The file is read
+once; a missing or malformed file leaves the hand-set file score in charge, with one warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from mcp_retrieval.file_features import FEATURES
+
+log = logging.getLogger(__name__)
+MODEL_FILE = "file_ranker.json"
+
+
+@dataclass(frozen=True)
+class FileRanker:
+    version: str
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    temperature: float = 1.0
+
+    def scores(self, rows: list[list[float]]) -> np.ndarray:
+        if not rows:
+            return np.zeros(0)
+        return ((np.asarray(rows, dtype=np.float64) - self.mean) / self.scale) @ self.weights
+
+    def contributions(self, row: list[float], top: int = 6) -> dict[str, float]:
+        """The features that moved this file's score most, by signed contribution."""
+        parts = (np.asarray(row) - self.mean) / self.scale * self.weights
+        best = np.argsort(-np.abs(parts))[:top]
+        return {FEATURES[i]: round(float(parts[i]), 3) for i in best if parts[i]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "FileRanker":
+        if list(data["features"]) != list(FEATURES):
+            raise ValueError("its features are not this version's (retrain: training/README.md)")
+        arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
+        if any(a.shape != (len(FEATURES),) for a in arrays):
+            raise ValueError("its arrays do not match its feature list")
+        temperature = float(data.get("temperature", 1.0))
+        if not temperature > 0:
+            raise ValueError("its temperature is not positive")
+        return cls(str(data.get("version", "")), *arrays, temperature)
+
+
+@functools.lru_cache(maxsize=1)
+def shipped() -> FileRanker | None:
+    """The model that ships with the package, or None (with a warning) when it cannot be read."""
+    try:
+        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+        return FileRanker.from_dict(json.loads(text))
+    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
+        log.warning("file ranker not loaded (%s); files ranked by the hand-set file score", exc)
+        return None
+
+
+def file_scores(model: FileRanker, query: str, candidates) -> dict[tuple[str, str], float]:
+    """Each candidate file's learned score as a share of the best file's: exp((s - best) / T), 1 for
+    the best file. That is the scale `file_rank`'s shares are read on (a file's further chunk waits
+    behind files over half its file's score; a partner's or an importer's lift); the temperature T
+    is chosen with the weights, by the same grouped folds (training/train_file_ranker.py)."""
+    from mcp_retrieval.file_features import file_features
+
+    keys, rows = file_features(query, candidates)
+    if not keys:
+        return {}
+    raw = model.scores(rows)
+    return dict(zip(keys, np.exp((raw - raw.max()) / model.temperature).tolist()))
+
+
+def explain(model: FileRanker, query: str, candidates) -> dict[tuple[str, str], dict[str, float]]:
+    """Each candidate file's strongest feature contributions (for `debug`)."""
+    from mcp_retrieval.file_features import file_features
+
+    keys, rows = file_features(query, candidates)
+    return {key: model.contributions(row) for key, row in zip(keys, rows)}

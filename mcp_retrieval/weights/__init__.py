@@ -1,0 +1,1 @@
+"""Learned weights shipped with the package (read with importlib.resources)."""

@@ -1,0 +1,111 @@
+"""A damaged index heals at open: a cut or garbled chunk store is set aside and rebuilt from the
+files, a lost or garbled lexical index is rebuilt from the store, lost vectors are re-made, a
+garbled history table is read again from git; `index://status` names each repair, and answers
+come back as before (indexers/health.py)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from mcp_retrieval import Engine
+from mcp_retrieval.indexers.embed import HashEmbedder
+
+QUESTION = "add an item to the shopping cart"
+
+
+def top_file(engine: Engine) -> str:
+    return engine.packet(QUESTION, max_items=3).items[0].path
+
+
+@pytest.fixture
+def indexed(config, tmp_path):
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config, embedder=HashEmbedder())
+    engine.reindex()
+    expected = top_file(engine)
+    engine.close()
+    return config, expected
+
+
+def reopen(config) -> Engine:
+    engine = Engine(config, embedder=HashEmbedder())
+    engine.reindex()
+    return engine
+
+
+@pytest.mark.parametrize("damage", ["cut", "garbled"])
+def test_a_damaged_chunk_store_is_set_aside_and_rebuilt_from_the_files(indexed, damage):
+    config, expected = indexed
+    db = config.index_dir / "index.db"
+    if damage == "cut":
+        with open(db, "r+b") as fh:
+            fh.truncate(4096)
+    else:
+        data = bytearray(db.read_bytes())
+        data[100:4000] = os.urandom(3900)
+        db.write_bytes(bytes(data))
+    for side in ("index.db-wal", "index.db-shm"):
+        (config.index_dir / side).unlink(missing_ok=True)
+    engine = reopen(config)
+    try:
+        assert engine.status().repairs and "chunk store" in engine.status().repairs[0]
+        assert (config.index_dir / "index.db.damaged").exists()
+        assert top_file(engine) == expected
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("damage", ["meta_lost", "segment_garbled"])
+def test_a_damaged_lexical_index_is_rebuilt_from_the_store(indexed, damage):
+    config, expected = indexed
+    tantivy = config.index_dir / "tantivy"
+    if damage == "meta_lost":
+        (tantivy / "meta.json").unlink()
+    else:
+        for part in tantivy.iterdir():
+            if part.suffix in (".idx", ".term", ".store"):
+                part.write_bytes(os.urandom(max(64, part.stat().st_size)))
+    engine = Engine(config, embedder=HashEmbedder())  # no reindex: the store alone must heal it
+    try:
+        assert any("lexical" in r for r in engine.status().repairs or [])
+        assert engine.indexer.lexical.num_docs() == engine.store.counts()["chunks"]
+        assert top_file(engine) == expected
+    finally:
+        engine.close()
+
+
+def test_lost_vectors_are_made_again_and_status_is_not_ready_meanwhile(indexed):
+    config, _ = indexed
+    fragments = [p for p in (config.index_dir / "lance").rglob("data/*.lance") if p.is_file()]
+    assert fragments
+    for part in fragments:
+        part.unlink()
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        status = engine.status()
+        assert status.repairs and status.vectors_pending == status.chunks and not status.settled()
+        engine.reindex()
+        assert engine.status().vectors_pending == 0
+    finally:
+        engine.close()
+
+
+def test_a_garbled_history_table_is_read_again(indexed):
+    config, _ = indexed
+    (config.index_dir / "history.db").write_bytes(os.urandom(8192))
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        assert any("history" in r for r in engine.status().repairs or [])
+    finally:
+        engine.close()
+
+
+def test_an_intact_index_reports_no_repair(indexed):
+    config, _ = indexed
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        assert engine.status().repairs is None
+    finally:
+        engine.close()

@@ -1,0 +1,178 @@
+"""Collect ranking pools for the file ranker: for each question, the pool `packet` ranks files
+from (every candidate chunk with its tiers' ranks and scores), and the files that answer it.
+
+    python -m training.collect commits --repos training/repos.txt --mirrors /work/.mirror \\
+        --per-repo 40 --work /tmp/ranker-work --out /tmp/ranker/commits.jsonl
+    python -m training.collect semble --data ../shared/eval/semble_dev --mirrors /work/.mirror \\
+        --work /tmp/ranker-work --out /tmp/ranker/semble.jsonl
+
+`commits`: each repository's newest commits (first parent, no merges) whose message describes a
+change (at least 30 characters; no revert, typo, version bump or release) and that modify one to
+three source files existing before (none added or deleted) become questions: the message is the
+question, the parent commit the workspace (indexed lexically, incrementally from one commit to
+the next; the history tier reads the parent's ancestry only), the modified source files the
+answer. A repository listed in `../shared/eval/evaluation_repos.txt` is refused.
+`semble`: the dev questions of the peer benchmark over their pinned trees, the annotated files
+and spans the answer.
+
+Resumable: questions already in `--out` are skipped (one JSON line per question, appended).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+from mcp_retrieval.bench.commits import _NOT_A_FIX, source_files
+from mcp_retrieval.stages import StageLog
+
+MIN_MESSAGE_CHARS = 30
+MAX_GOLD_FILES = 3
+_NOT_DESCRIPTIVE = re.compile(r"(?i)^(bump|release|prepare|version|v?\d+\.\d+|chore\(deps|update (changelog|deps|"
+                              r"dependenc)|merge|format|lint|style:|changelog)")
+
+
+def evaluation_repos(path: Path) -> set[str]:
+    return {line.strip().lower() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+
+
+def described_commits(git_dir: Path, limit: int, scan: int = 3000):
+    """(sha, parent, message, modified source files) of the newest `limit` describing commits."""
+    from mcp_retrieval.bench.commits import _git
+
+    log = _git(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
+               "--name-status", "HEAD")
+    found = 0
+    for record in log.split("\x1e")[1:]:
+        head, message, status = (record.split("\x1f") + ["", ""])[:3]
+        shas, message = head.split(), message.strip()
+        if len(shas) != 2 or len(message) < MIN_MESSAGE_CHARS or _NOT_A_FIX.search(message) \
+                or _NOT_DESCRIPTIVE.search(message):
+            continue
+        changes = [line.split("\t") for line in status.strip().splitlines()]
+        gold = source_files([c[1] for c in changes if c[0] == "M"])
+        added = source_files([c[-1] for c in changes if c[0][:1] in ("A", "D", "R")])
+        if not gold or len(gold) > MAX_GOLD_FILES or added:
+            continue
+        yield shas[0], shas[1], message[:4000], gold
+        found += 1
+        if found >= limit:
+            return
+
+
+def pool_record(engine, query: str) -> dict:
+    """The pool `packet` ranks files from, and the decision on it."""
+    gathered = engine.gather(query, [], [], None, StageLog(), for_packet=True)
+    return {"know": type(gathered.outcome).__name__ == "Know",
+            "pool": [{"path": c.chunk.path, "start": c.chunk.start_line, "end": c.chunk.end_line,
+                      "symbol": c.chunk.symbol, "kind": c.chunk.kind, "language": c.chunk.language,
+                      "score": c.score, "fused": c.fused, "raw": c.raw, "ranks": c.ranks,
+                      "header": c.chunk.header[:200], "text": c.chunk.text[:300], "tokens": c.chunk.tokens}
+                     for c in gathered.candidates]}
+
+
+def _done(out: Path) -> set[str]:
+    if not out.exists():
+        return set()
+    return {json.loads(line)["id"] for line in out.read_text().splitlines() if line.strip()}
+
+
+def collect_commits(args) -> None:
+    from mcp_retrieval.bench.checkout import open_instance
+
+    banned = evaluation_repos(Path(args.evaluation_repos))
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = _done(out)
+    for repo in [r.strip() for r in Path(args.repos).read_text().splitlines() if r.strip() and not r.startswith("#")]:
+        if repo.lower() in banned:
+            print(f"{repo}: refused, it is an evaluation repository", file=sys.stderr)
+            continue
+        git_dir = Path(args.mirrors) / repo.replace("/", "+") / "repo"
+        if (git_dir / ".git").is_dir():
+            git_dir = git_dir / ".git"
+        if not git_dir.is_dir():
+            print(f"{repo}: no snapshot under {args.mirrors}", file=sys.stderr)
+            continue
+        engines: dict = {}
+        t0, n = time.perf_counter(), 0
+        try:
+            commits = list(described_commits(git_dir, args.per_repo))
+        except Exception as exc:  # a snapshot git cannot read: say so, go on
+            print(f"{repo}: {exc}", file=sys.stderr)
+            continue
+        with out.open("a") as fh:
+            for sha, parent, message, gold in commits:
+                qid = f"{repo}@{sha[:12]}"
+                if qid in done:
+                    continue
+                row = {"repo": repo, "base_commit": parent}
+                try:
+                    engine, *_ = open_instance(row, {repo: str(git_dir)}, Path(args.work), engines, no_dense=True)
+                    record = pool_record(engine, message)
+                except Exception as exc:
+                    print(f"{qid}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                    continue
+                fh.write(json.dumps({"id": qid, "source": "commits", "repo": repo, "query": message,
+                                     "gold_files": gold, **record}) + "\n")
+                fh.flush()
+                n += 1
+        for engine, _ in engines.values():
+            engine.close()
+        print(f"{repo}: {n} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
+
+
+def collect_semble(args) -> None:
+    from mcp_retrieval.bench.semble import _open_repo, _targets
+
+    data = Path(args.data)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = _done(out)
+    for repo in json.loads((data / "repos.json").read_text()):
+        queries = json.loads((data / "annotations" / f"{repo['name']}.json").read_text())
+        if all(f"semble/{repo['name']}/{i}" in done for i in range(len(queries))):
+            continue
+        opened, note = _open_repo(repo, Path(args.mirrors), Path(args.work), False)
+        if opened is None:
+            print(f"{repo['name']}: {note}", file=sys.stderr)
+            continue
+        engine, _ = opened
+        with out.open("a") as fh:
+            for i, q in enumerate(queries):
+                qid = f"semble/{repo['name']}/{i}"
+                if qid in done:
+                    continue
+                targets = _targets(q)
+                fh.write(json.dumps({"id": qid, "source": "semble", "repo": repo["name"], "language": repo["language"],
+                                     "category": q["category"], "query": q["query"], "targets": targets,
+                                     "gold_files": sorted({t[0] for t in targets}), **pool_record(engine, q["query"])})
+                         + "\n")
+        engine.close()
+        print(f"{repo['name']}: {len(queries)} questions", file=sys.stderr)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m training.collect")
+    sub = ap.add_subparsers(dest="source", required=True)
+    commits = sub.add_parser("commits")
+    commits.add_argument("--repos", default="training/repos.txt")
+    commits.add_argument("--per-repo", type=int, default=40)
+    commits.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
+    semble = sub.add_parser("semble")
+    semble.add_argument("--data", default="../shared/eval/semble_dev")
+    for p in (commits, semble):
+        p.add_argument("--mirrors", default="/work/.mirror")
+        p.add_argument("--work", default="/tmp/ranker-work")
+        p.add_argument("--out", required=True)
+    args = ap.parse_args(argv)
+    (collect_commits if args.source == "commits" else collect_semble)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,220 @@
+"""Train the file ranker (`mcp_retrieval/weights/file_ranker.json`) on collected pools.
+
+    python -m training.train_file_ranker /tmp/ranker/commits-*.jsonl /tmp/ranker/semble.jsonl \\
+        --out mcp_retrieval/weights/file_ranker.json
+
+A linear model over `file_features.FEATURES`, trained on pairs (a file that answers the question
+against one that does not, in the same pool) with the logistic loss and an L2 penalty: RankNet's
+objective with a linear scorer, by full-batch Adam in numpy. Validation: five folds grouped by
+repository (no repository's questions are both trained and scored on); the out-of-fold scores are
+ranked through `file_rank.rank_files` exactly as `packet` ranks them, and reported beside the
+hand-set file score on the same pools: file Acc@1/Acc@5/MRR for the commit questions, semble's
+NDCG@10 for the peer benchmark's. The shipped weights are then fit on every question. Seeded:
+the same pools give the same file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from mcp_retrieval.bench.semble import ndcg10
+from mcp_retrieval.file_features import FEATURES, file_features
+from mcp_retrieval.file_rank import rank_files
+from mcp_retrieval.file_scorer import FileRanker, file_scores
+from mcp_retrieval.indexers.store import StoredChunk
+from mcp_retrieval.retrieve import Candidate
+
+FOLDS = 5
+L2 = 1e-3
+STEPS = 400
+LEARNING_RATE = 0.05
+NEGATIVES = 40  # per question: the first files of the pool that do not answer it
+VERSION = "1"
+TEMPERATURES = (1.0, 3.0, 10.0, 30.0)  # candidates for FileRanker.temperature, chosen by the folds
+
+
+def candidates(record: dict) -> list[Candidate]:
+    out = []
+    for i, c in enumerate(record["pool"]):
+        chunk = StoredChunk(f"{c['path']}#{i}", c["path"], c["start"], c["end"], c["symbol"], c["kind"], c["language"],
+                            c["header"], c["text"], f"{i:064d}", c["tokens"], False)
+        out.append(Candidate(chunk=chunk, raw=dict(c["raw"]), ranks=dict(c["ranks"]), fused=c["fused"],
+                             score=c["score"]))
+    return out
+
+
+def _answers(path: str, gold: list[str]) -> bool:
+    return any(path == g or path.endswith("/" + g) or g.endswith("/" + path) for g in gold)
+
+
+def fold_of(repo: str) -> int:
+    return int(hashlib.sha256(repo.encode()).hexdigest(), 16) % FOLDS
+
+
+def featurise(records: list[dict]):
+    """Per question: (file keys, feature matrix, labels)."""
+    out = []
+    for r in records:
+        keys, rows = file_features(r["query"], candidates(r))
+        labels = np.array([_answers(k[1], r["gold_files"]) for k in keys], dtype=bool)
+        out.append((keys, np.asarray(rows, dtype=np.float64).reshape(len(keys), len(FEATURES)), labels))
+    return out
+
+
+def pairs(data, indices) -> np.ndarray:
+    """Differences x_answer - x_other over the questions `indices`."""
+    diffs = []
+    for i in indices:
+        keys, x, y = data[i]
+        if not y.any() or y.all():
+            continue
+        order = np.argsort(-x[:, FEATURES.index("best_rel")])
+        negatives = [j for j in order if not y[j]][:NEGATIVES]
+        for p in np.flatnonzero(y):
+            diffs.append(x[p] - x[negatives])
+    return np.concatenate(diffs) if diffs else np.zeros((0, len(FEATURES)))
+
+
+def fit(data, indices, seed: int = 0) -> FileRanker:
+    rows = np.concatenate([data[i][1] for i in indices if len(data[i][1])])
+    mean, scale = rows.mean(axis=0), rows.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    d = pairs(data, indices) / scale  # the mean cancels in a difference
+    rng = np.random.default_rng(seed)
+    w = rng.normal(0, 0.01, len(FEATURES))
+    m = np.zeros_like(w)
+    v = np.zeros_like(w)
+    for step in range(1, STEPS + 1):
+        margin = d @ w
+        grad = -(d * (1.0 / (1.0 + np.exp(np.clip(margin, -30, 30))))[:, None]).mean(axis=0) + L2 * w
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        w -= LEARNING_RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
+    return FileRanker(VERSION, mean, scale, w)
+
+
+class _Boosted:
+    """A LightGBM LambdaMART model behind FileRanker's `scores` (for comparison only: the shipped
+    model is the linear one unless the boosted one wins by the figures)."""
+
+    def __init__(self, booster):
+        self.booster = booster
+
+    def scores(self, rows):
+        return self.booster.predict(np.asarray(rows, dtype=np.float64)) if len(rows) else np.zeros(0)
+
+
+def fit_boosted(data, indices, seed: int = 0) -> _Boosted:
+    import lightgbm
+
+    x, y, groups = [], [], []
+    for i in indices:
+        keys, rows, labels = data[i]
+        if not labels.any() or not len(rows):
+            continue
+        order = np.argsort(-rows[:, FEATURES.index("best_rel")])[:NEGATIVES + 5]
+        x.append(rows[order])
+        y.append(labels[order].astype(int))
+        groups.append(len(order))
+    params = {"objective": "lambdarank", "learning_rate": 0.05, "num_leaves": 15, "min_data_in_leaf": 20,
+              "bagging_fraction": 0.8, "bagging_freq": 1, "feature_fraction": 0.8, "seed": seed, "verbose": -1,
+              "num_threads": 1}
+    dataset = lightgbm.Dataset(np.concatenate(x), np.concatenate(y), group=groups)
+    return _Boosted(lightgbm.train(params, dataset, num_boost_round=150))
+
+
+def ranked_files(record: dict, model: FileRanker | None) -> list:
+    pool = candidates(record)
+    learned = (lambda kept: file_scores(model, record["query"], kept)) if model is not None else None
+    return rank_files(pool, per_file=3, learned=learned)
+
+
+def evaluate(record: dict, model: FileRanker | None) -> dict[str, float]:
+    ranked = ranked_files(record, model)
+    if record["source"] == "semble":
+        items = [(c.chunk.path, c.chunk.start_line, c.chunk.end_line) for c in ranked[:10]]
+        return {"ndcg10": ndcg10(items, [tuple(t) for t in record["targets"]])}
+    files = list(dict.fromkeys(c.chunk.path for c in ranked))
+    gold = record["gold_files"]
+    ranks = [files.index(g) + 1 for g in gold if g in files]
+    return {"acc1": float(all(g in files[:1] for g in gold)), "acc5": float(all(g in files[:5] for g in gold)),
+            "mrr": 1.0 / min(ranks) if ranks else 0.0}
+
+
+def report(records: list[dict], scored: list[dict], label: str) -> dict:
+    """Means per source; semble's NDCG@10 as the mean over repositories (its metric)."""
+    out = {}
+    for source in sorted({r["source"] for r in records}):
+        idx = [i for i, r in enumerate(records) if r["source"] == source]
+        if source == "semble":
+            per_repo = defaultdict(list)
+            for i in idx:
+                per_repo[records[i]["repo"]].append(scored[i]["ndcg10"])
+            out[source] = {"ndcg10": round(statistics.mean(statistics.mean(v) for v in per_repo.values()), 4),
+                           "questions": len(idx)}
+        else:
+            out[source] = {k: round(statistics.mean(scored[i][k] for i in idx), 4) for k in ("acc1", "acc5", "mrr")}
+            out[source]["questions"] = len(idx)
+    print(f"{label}: {json.dumps(out)}", file=sys.stderr)
+    return out
+
+
+def _headline(records: list[dict], scored: list[dict]) -> float:
+    """What the temperature is chosen on: the mean of every question's NDCG@10 or MRR."""
+    return statistics.mean(s.get("ndcg10", s.get("mrr", 0.0)) for s in scored)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m training.train_file_ranker")
+    ap.add_argument("pools", nargs="+")
+    ap.add_argument("--out", default=None, help="write the model fit on every question here")
+    ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
+    args = ap.parse_args(argv)
+    records = [json.loads(line) for p in args.pools for line in Path(p).read_text().splitlines() if line.strip()]
+    print(f"{len(records)} questions from {len({r['repo'] for r in records})} repositories", file=sys.stderr)
+    data = featurise(records)
+    baseline = [evaluate(r, None) for r in records]
+    models = {}
+    for fold in range(FOLDS):
+        models[fold] = fit(data, [i for i, r in enumerate(records) if fold_of(r["repo"]) != fold])
+    by_temperature = {}
+    for t in TEMPERATURES:
+        by_temperature[t] = [evaluate(r, replace(models[fold_of(r["repo"])], temperature=t)) for r in records]
+        report(records, by_temperature[t], f"learned at temperature {t:g}, {FOLDS} folds grouped by repository")
+    temperature = max(TEMPERATURES, key=lambda t: _headline(records, by_temperature[t]))
+    figures = {"hand_set": report(records, baseline, "hand-set file score"),
+               "learned_cross_validated": report(records, by_temperature[temperature],
+                                                 f"learned (temperature {temperature:g}), {FOLDS} folds")}
+    if args.boosted:
+        boosted: list[dict] = [{}] * len(records)
+        for fold in range(FOLDS):
+            model = fit_boosted(data, [i for i, r in enumerate(records) if fold_of(r["repo"]) != fold])
+            for i, r in enumerate(records):
+                if fold_of(r["repo"]) == fold:
+                    boosted[i] = evaluate(r, model)
+        figures["boosted_cross_validated"] = report(records, boosted, "LambdaMART, same folds")
+    if args.out:
+        model = fit(data, range(len(records)))
+        Path(args.out).write_text(json.dumps({
+            "version": VERSION, "features": list(FEATURES), "temperature": temperature, "mean": model.mean.round(6).tolist(),
+            "scale": model.scale.round(6).tolist(), "weights": model.weights.round(6).tolist(),
+            "trained_on": {"questions": len(records), "repositories": len({r["repo"] for r in records}),
+                           "sources": sorted({r["source"] for r in records})},
+            "figures": figures}, indent=1) + "\n")
+        weights = sorted(zip(FEATURES, model.weights), key=lambda t: -abs(t[1]))
+        print("weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in weights), file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
