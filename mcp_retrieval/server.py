@@ -44,6 +44,25 @@ def _result(model, render, window: str = "") -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=render(clean, window))], structured_content=data)
 
 
+def compact_schema(schema, optional_as_type: bool = True):
+    """A JSON schema without `title`s; with `optional_as_type`, `anyOf [X, null]` with a null
+    default is read as X (for arguments: leaving one out means null). Output schemas keep their
+    nulls, which results carry and clients validate."""
+    if isinstance(schema, list):
+        return [compact_schema(x, optional_as_type) for x in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: compact_schema(v, optional_as_type) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    options = out.get("anyOf")
+    if optional_as_type and isinstance(options, list) and len(options) == 2 and {"type": "null"} in options \
+            and out.get("default", 0) is None:
+        other = next(o for o in options if o != {"type": "null"})
+        out.pop("anyOf")
+        out.pop("default")
+        out = {**other, **out}
+    return out
+
+
 def one_line_error(exc: BaseException) -> str:
     """A ToolError's text on one line, naming the argument: pydantic's multi-line report (with its
     documentation URL) becomes `name: what was wrong (got value)`, joined by `; `."""
@@ -74,6 +93,17 @@ class RetrievalServer(MCPServer):
 
         self._lowlevel_server.add_notification_handler("notifications/roots/list_changed", NotificationParams,
                                                        on_list_changed)
+
+    async def list_tools(self):
+        """The tools with compact schemas: no pydantic titles, an optional argument as its type
+        alone (leaving it out means null). Arguments are still validated by the full model; this
+        only trims what every agent pays for in context (tests/test_server.py counts it)."""
+        tools = await super().list_tools()
+        for tool in tools:
+            tool.input_schema = compact_schema(tool.input_schema)
+            if tool.output_schema:
+                tool.output_schema = compact_schema(tool.output_schema, optional_as_type=False)
+        return tools
 
     async def call_tool(self, name, arguments, context=None):
         if self.client_roots is not None:
@@ -219,9 +249,11 @@ def render_packet(r: PacketResult, window: str = "") -> str:
     return "\n".join(lines)
 
 
-ROOTS_FIELD = Field(description="names of workspace roots to search (default: all)")
-TURNS_FIELD = Field(description="your last few messages (at most 5, oldest first; each read up to its last 1000 "
-                                "characters): they steer the ranking, never the search itself")
+# Argument descriptions are kept short: every agent pays for them before its first call (the
+# whole of the four tools' definitions is held under 1,500 tokens by tests/test_server.py).
+ROOTS_FIELD = Field(description="default all")
+TURNS_FIELD = Field(description="your last messages (max 5)")
+QUERY_FIELD = Field(description="question, identifier, path or pasted error")
 
 
 def build_server(target: Engine | Workspace) -> MCPServer:
@@ -232,20 +264,17 @@ def build_server(target: Engine | Workspace) -> MCPServer:
 
     @server.tool(description=prompts.load("context"))
     async def context(
-        query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
-        session_id: Annotated[str | None, Field(description="stable id of your task; repeats become stubs")] = None,
-        budget_tokens: Annotated[int, Field(description="token budget for the window, 256-64000", strict=True)] = 6000,
-        max_chunks: Annotated[int | None, Field(description="at most this many full chunks, 1-64 (default: 20, or one "
-                                                            "per 150 tokens of budget when that is more)",
-                                                strict=True)] = None,
-        path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
-        active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
-        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
-        ignore_delivered: Annotated[bool, Field(description="full text even if delivered before", strict=True)] = False,
-        debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
+        query: Annotated[str, QUERY_FIELD],
+        session_id: Annotated[str | None, Field(description="stable id of your task")] = None,
+        budget_tokens: Annotated[int, Field(description="256-64000", strict=True)] = 6000,
+        max_chunks: Annotated[int | None, Field(description="1-64", strict=True)] = None,
+        path_prefix: Annotated[str | None, Field(description="folder to prefer")] = None,
+        active_files: Annotated[list[str] | None, Field(description="files you work on")] = None,
+        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets")] = None,
+        ignore_delivered: Annotated[bool, Field(strict=True)] = False,
+        debug: Annotated[bool, Field(strict=True)] = False,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
-        render: Annotated[str, Field(description="frontier (default) | compact: path-and-lines headers, at most "
-                                                 "8 chunks, none over half the budget (small local models)")] = "frontier",
+        render: Annotated[str, Field(description="frontier | compact (small models)")] = "frontier",
         recent_turns: Annotated[list[str] | None, TURNS_FIELD] = None,
         host: Annotated[Any, Resolve(understand_query)] = None,
     ) -> ContextResult:
@@ -258,14 +287,14 @@ def build_server(target: Engine | Workspace) -> MCPServer:
 
     @server.tool(description=prompts.load("packet"))
     async def packet(
-        query: Annotated[str, Field(description="the question, identifier, path or pasted error (1-8000 chars)")],
+        query: Annotated[str, QUERY_FIELD],
         session_id: Annotated[str | None, Field(description="stable id of your task")] = None,
-        max_items: Annotated[int, Field(description="pointers to return, 1-50", strict=True)] = 12,
-        active_files: Annotated[list[str] | None, Field(description="workspace-relative files you work on")] = None,
+        max_items: Annotated[int, Field(description="1-50", strict=True)] = 12,
+        active_files: Annotated[list[str] | None, Field(description="files you work on")] = None,
         task: Annotated[str, Field(description="explain | edit | debug | review")] = "explain",
-        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets of a multi-part question")] = None,
-        path_prefix: Annotated[str | None, Field(description="folder to prefer (soft boost)")] = None,
-        debug: Annotated[bool, Field(description="include the stage report", strict=True)] = False,
+        sub_queries: Annotated[list[str] | None, Field(description="up to 3 facets")] = None,
+        path_prefix: Annotated[str | None, Field(description="folder to prefer")] = None,
+        debug: Annotated[bool, Field(strict=True)] = False,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
         recent_turns: Annotated[list[str] | None, TURNS_FIELD] = None,
     ) -> PacketResult:
@@ -278,11 +307,10 @@ def build_server(target: Engine | Workspace) -> MCPServer:
 
     @server.tool(description=prompts.load("query_graph"))
     async def query_graph(
-        node: Annotated[str, Field(description="symbol (Session.request), qualified name, or workspace path")],
-        relation: Annotated[str, Field(description="defines|references|callers|callees|imports|imported_by|neighbors"
-                                                   "|history|changed_with")] = "neighbors",
-        depth: Annotated[int, Field(description="hops, 1-3", strict=True)] = 1,
-        limit: Annotated[int, Field(description="maximum nodes returned, 1-500", strict=True)] = 50,
+        node: Annotated[str, Field(description="symbol, qualified name or path")],
+        relation: str = "neighbors",
+        depth: Annotated[int, Field(description="1-3", strict=True)] = 1,
+        limit: Annotated[int, Field(description="1-500", strict=True)] = 50,
         kind: Annotated[str | None, Field(description="function|class|method|module|file")] = None,
         roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
     ) -> GraphResult:
@@ -291,11 +319,10 @@ def build_server(target: Engine | Workspace) -> MCPServer:
 
     @server.tool(description=prompts.load("reindex"))
     async def reindex(
-        paths: Annotated[list[str] | None, Field(description="workspace-relative files or folders; default all")] = None,
-        full: Annotated[bool, Field(description="re-read everything, not only what changed", strict=True)] = False,
-        wait: Annotated[bool, Field(description="false: return now, index in the background", strict=True)] = True,
-        roots: Annotated[list[str] | None, Field(description="names of the roots to update (default: all); "
-                                                             "paths need exactly one")] = None,
+        paths: Annotated[list[str] | None, Field(description="files or folders (default all)")] = None,
+        full: Annotated[bool, Field(description="re-read unchanged files too", strict=True)] = False,
+        wait: Annotated[bool, Field(description="false: index in the background", strict=True)] = True,
+        roots: Annotated[list[str] | None, ROOTS_FIELD] = None,
         ctx: Context | None = None,
     ) -> ReindexResult:
         r = await _call(workspace.reindex, paths, full=full, wait=wait, progress=_progress_reporter(ctx), roots=roots)

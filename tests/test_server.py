@@ -1,5 +1,6 @@
 """Drive the MCP server as clients do: in memory with the SDK client, and over stdio."""
 
+import json
 import os
 import sys
 
@@ -8,6 +9,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval.server import build_server
 
 
@@ -21,6 +23,12 @@ def test_the_server_lists_four_tools_with_descriptions_and_answers_context(engin
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) == {"context", "packet", "query_graph", "reindex"}
             assert all(len(t.description) > 100 for t in tools.values())
+            # what every agent pays before its first call: descriptions and input schemas
+            cost = sum(budget_tokens(t.description) + budget_tokens(json.dumps(t.input_schema)) for t in tools.values())
+            assert cost <= 1500, cost
+            assert set(tools["packet"].input_schema["properties"]) >= {"query", "session_id", "max_items", "task",
+                                                                       "active_files", "sub_queries", "debug"}
+            assert "title" not in json.dumps(tools["context"].input_schema)
             r = await client.call_tool("context", {"query": "apply_discount", "budget_tokens": 1000})
             assert not r.is_error
             assert r.structured_content["know"]["found"] is True
