@@ -22,6 +22,8 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from mcp_retrieval.indexers.locks import IndexBusy
+
 log = logging.getLogger(__name__)
 DERIVED = ("tantivy", "lance")
 
@@ -57,7 +59,6 @@ def open_store(index_dir: Path, repairs: list[str]):
 
 def open_lexical(index_dir: Path, store, repairs: list[str], write_lock: Callable):
     from mcp_retrieval.indexers.lexical import LexicalIndex
-    from mcp_retrieval.indexers.update import IndexBusy
 
     directory = index_dir / "tantivy"
     why = None
@@ -85,7 +86,6 @@ def open_lexical(index_dir: Path, store, repairs: list[str], write_lock: Callabl
 
 
 def open_vectors(index_dir: Path, dim: int, store, repairs: list[str], write_lock: Callable):
-    from mcp_retrieval.indexers.update import IndexBusy
     from mcp_retrieval.indexers.vectors import VectorIndex
 
     directory = index_dir / "lance"

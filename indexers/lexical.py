@@ -172,6 +172,11 @@ class LexicalIndex:
         result = searcher.search(query_obj, limit)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
 
+    def known(self, words: Iterable[str]) -> int:
+        """How many of `words` (analysed terms, as `terms` makes them) some document's body holds."""
+        searcher = self.index.searcher()
+        return sum(searcher.doc_freq("body", w) > 0 for w in words)
+
     def num_docs(self) -> int:
         self.index.reload()
         return self.index.searcher().num_docs

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from mcp_retrieval.indexers import health
+from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
 from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import language_for, looks_generated
@@ -46,10 +47,6 @@ LEXICAL_REBUILD_ABOVE: float | None = 0.2
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
 
-class IndexBusy(RuntimeError):
-    """Another process is writing this index."""
-
-
 @dataclass
 class SyncResult:
     files_scanned: int = 0
@@ -64,31 +61,6 @@ class SyncResult:
     warnings: list[str] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
-
-class WriteLock:
-    """An flock on the index directory: released by the OS if the holder is killed. `busy`: the
-    error raised when another process holds it (IndexBusy naming the index by default)."""
-
-    def __init__(self, path: Path, busy: Exception | None = None):
-        self.path = path
-        self._busy = busy
-        self._fd: int | None = None
-
-    def __enter__(self) -> "WriteLock":
-        self._fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(self._fd)
-            self._fd = None
-            raise (self._busy or IndexBusy(f"another process is writing the index at {self.path.parent}")) from None
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self._fd is not None:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
-            os.close(self._fd)
-            self._fd = None
 
 
 class Indexer:

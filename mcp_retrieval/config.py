@@ -4,7 +4,8 @@ Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (
 cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default, or `none` for lexical only),
 MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
 MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
-`indexers.embed`).
+`indexers.embed`), MCP_RETRIEVAL_FILE_RANKER (`learned` default; `hand` orders `packet`'s files
+by the hand-set file score instead, for comparison).
 """
 
 from __future__ import annotations
@@ -88,7 +89,8 @@ class Config:
         ce = os.environ.get("MCP_RETRIEVAL_CROSS_ENCODER")
         cfg = cls(root=root_path, index_dir=index, cache_dir=cache,
                   embedder=os.environ.get("MCP_RETRIEVAL_EMBEDDER", "minilm"),
-                  cross_encoder_dir=Path(ce).expanduser() if ce else None)
+                  cross_encoder_dir=Path(ce).expanduser() if ce else None,
+                  file_ranker=os.environ.get("MCP_RETRIEVAL_FILE_RANKER", "learned") != "hand")
         for key, value in overrides.items():
             if value is not None:
                 setattr(cfg, key, value)

@@ -12,7 +12,7 @@ off-topic questions over the same nine indexes (highest semantic match 0.33, cov
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, terms
@@ -22,6 +22,15 @@ from mcp_retrieval.retrieve import Candidate
 MIN_COVERAGE = 0.30
 COVERAGE_TERMS = 8
 MIN_DENSE = 0.40
+# Without vectors a short everyday question ("radix tree path matching") rarely finds most of its
+# words in one chunk, though the workspace uses them; an off-topic one ("the capital of
+# Mongolia") uses words the workspace never does. So a question most of whose words the
+# workspace knows, and whose first three chunks together hold some of them, is answered too
+# (semble_dev without vectors: misses 31 -> 10 of 397; off-topic questions answered 11 -> 12 of
+# 187; docs/BENCHMARKS.md 38c).
+MIN_KNOWN_WORDS = 2 / 3
+MIN_HEAD_COVERAGE = 0.2
+HEAD_CHUNKS = 3
 
 
 
@@ -34,6 +43,8 @@ class Evidence:
     path_match: str | None
     top_score: float
     gap: float
+    known_words: float = 1.0  # share of the question's words the lexical index holds anywhere
+    head_coverage: float = 0.0  # coverage by the first HEAD_CHUNKS chunks together
 
 
 def salient_terms(query: str) -> set[str]:
@@ -41,13 +52,18 @@ def salient_terms(query: str) -> set[str]:
 
 
 def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str],
-           restatements: Sequence[str] = ()) -> Evidence:
+           restatements: Sequence[str] = (), known: Callable[[set[str]], int] | None = None) -> Evidence:
     """`restatements`: the host model's rewrite and the facets (sub-queries) of the question; the
     top chunk's coverage is the best over the question and these (a two-facet question's best
-    chunk answers one facet)."""
+    chunk answers one facet). `known`: how many of some words the workspace's lexical index holds."""
     top = ranked[0]
     have = set(terms(top.chunk.header + "\n" + top.chunk.text))
     coverage = max(_coverage(salient_terms(text), have) for text in (query, *restatements))
+    wanted = salient_terms(query)
+    head: set[str] = set()
+    for c in ranked[:HEAD_CHUNKS]:
+        head |= set(terms(c.chunk.header + "\n" + c.chunk.text))
+    known_words = known(wanted) / len(wanted) if known is not None and wanted else 1.0
     dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
     head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}
     head_dense = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("dense", 10**6))[:5] if "dense" in c.raw}
@@ -55,7 +71,8 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     gap = (top.score - second) / top.score if top.score > 0 else 0.0
     anchored = bool(anchors_hit & {c.chunk.id for c in ranked[:10]})
     path_match = top.chunk.path if top.chunk.path in anchored_files else None
-    return Evidence(coverage, dense_top, bool(head_lex & head_dense), anchored, path_match, top.score, gap)
+    return Evidence(coverage, dense_top, bool(head_lex & head_dense), anchored, path_match, top.score, gap,
+                    known_words, _coverage(wanted, head))
 
 
 def _coverage(wanted: set[str], have: set[str]) -> float:
@@ -72,7 +89,9 @@ def decide(ev: Evidence, has_vectors: bool, vectors_complete: bool = True) -> Kn
     elif has_vectors and vectors_complete:
         weak = ev.dense_top < MIN_DENSE
     else:
-        weak = ev.coverage < MIN_COVERAGE and not (has_vectors and ev.dense_top >= MIN_DENSE)
+        lexical = ev.coverage >= MIN_COVERAGE or (ev.known_words >= MIN_KNOWN_WORDS
+                                                  and ev.head_coverage >= MIN_HEAD_COVERAGE)
+        weak = not lexical and not (has_vectors and ev.dense_top >= MIN_DENSE)
     if weak:
         return Miss(reason="abstain", escalate_to="ask_user",
                     detail=f"weak evidence: covers {ev.coverage:.0%} of the question's terms, "

@@ -25,8 +25,8 @@ from mcp_retrieval import decide
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
-from mcp_retrieval.models import (CommitOut, ContextResult, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
-                                  Miss, PacketResult, ReindexResult)
+from mcp_retrieval.models import (CommitOut, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
+                                  Miss, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
 from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
@@ -263,11 +263,11 @@ class Engine:
                     path_prefix=path_prefix, host=host, stages=stages, graph=graph, history=self.history,
                     recent_turns=recent_turns, pool_size=pool_size)
 
-    @staticmethod
-    def evidence(query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
+    def evidence(self, query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
         """What `know`/`miss` is decided on (also read by `bench calibrate`)."""
+        known = self.retriever.lexical.known
         return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
-                             ranked.understanding.more_lexical_queries)
+                             ranked.understanding.more_lexical_queries, known=known)
 
     def _vectors_complete(self) -> bool:
         return self.store.counts()["vectors_pending"] == 0
@@ -280,16 +280,6 @@ class Engine:
                         detail="the index is being built; retry shortly" if self.indexing else
                         "nothing is indexed yet: call reindex")
         return None
-
-    def context(self, query: str, **kwargs) -> ContextResult:
-        """The `context` tool over this root alone (see `mcp_retrieval.workspace`)."""
-        from mcp_retrieval.workspace import Workspace
-        return Workspace.single(self).context(query, **kwargs)
-
-    def packet(self, query: str, **kwargs) -> PacketResult:
-        """The `packet` tool over this root alone (see `mcp_retrieval.workspace`)."""
-        from mcp_retrieval.workspace import Workspace
-        return Workspace.single(self).packet(query, **kwargs)
 
     def gather(self, query: str, active: list[str], subs: list[str], prefix: str | None, stages: StageLog, *,
                for_packet: bool = False, host: HostOutcome | None = None, recent_turns=(),

@@ -46,11 +46,11 @@ BASE_FEATURES = (
     "exact_name",      # the question is one identifier and a chunk defines it or the file is named so
     "folder_head",     # best_rel of the strongest other of the first five files in its folder (a package)
 )
-QUESTION_FEATURES = ("q_short", "q_identifier")  # <= 6 words; the question is one identifier
+QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; > 40 words (a pasted issue); one identifier
 # features that matter differently for a short question (a name, a few words) and a pasted issue
 CROSSED = ("best_rel", "file_rank_inv", "path_cover", "stem_cover", "symbol_cover", "tier_lexical", "tier_path",
            "tier_symbol", "tier_history", "test", "aside", "minority_lang")
-FEATURES = (*BASE_FEATURES, *QUESTION_FEATURES, *(f"{f}*q_short" for f in CROSSED))
+FEATURES = (*BASE_FEATURES, *QUESTION_FEATURES, *(f"{f}*q_short" for f in CROSSED), *(f"{f}*q_long" for f in CROSSED))
 
 
 def question_words(query: str) -> set[str]:
@@ -75,6 +75,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
     short = float(len(qwords) <= 6)
+    long = float(len(qwords) > 40)
     by_file: dict[tuple[str, str], list[Candidate]] = {}
     for c in candidates:
         by_file.setdefault((c.root, c.chunk.path), []).append(c)
@@ -111,10 +112,11 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
             "symbol_cover": symbol_cover, "exact_name": float(exact),
             "folder_head": max((best_rel[k] for k in head_folders.get((key[0], str(pure.parent)), []) if k != key),
                                default=0.0),
-            "q_short": short, "q_identifier": float(is_identifier),
+            "q_short": short, "q_long": long, "q_identifier": float(is_identifier),
         }
         row = [base[f] for f in (*BASE_FEATURES, *QUESTION_FEATURES)]
         row += [base[f] * short for f in CROSSED]
+        row += [base[f] * long for f in CROSSED]
         keys.append(key)
         rows.append(row)
     return keys, rows

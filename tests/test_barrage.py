@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mcp_retrieval.server import build_server
+from mcp_retrieval.workspace import Workspace
 
 BAD_VALUES = ["", " ", "\x00", "\x00" * 50, "a" * 1_000_000, "\ud800", "../../etc/passwd", "/etc/passwd", -1, 0,
               10**12, -(10**12), 3.5, None, True, [], {}, ["x"] * 5, {"a": 1}, "🙂" * 1000]
@@ -53,7 +54,7 @@ def test_any_context_arguments_give_a_contract_result_or_a_bad_request(engine, q
     from mcp_retrieval import BadRequest
 
     try:
-        r = engine.context(query, budget_tokens=budget, max_chunks=chunks, path_prefix=prefix, debug=True)
+        r = Workspace.single(engine).context(query, budget_tokens=budget, max_chunks=chunks, path_prefix=prefix, debug=True)
     except BadRequest as exc:
         assert str(exc)
         return

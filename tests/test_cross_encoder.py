@@ -9,6 +9,7 @@ from onnx import TensorProto, helper
 from mcp_retrieval.indexers.embed import tokenizer_dir
 from mcp_retrieval import Engine
 from mcp_retrieval.rerank import CrossEncoderReranker, ZScoreReranker, signals_for
+from mcp_retrieval.workspace import Workspace
 
 
 def write_model(folder, *, broken_output: bool = False):
@@ -61,7 +62,7 @@ def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp
     engine = Engine(config, embedder=HashEmbedder())
     engine.reindex()
     assert engine.reranker.name == "cross-encoder"
-    r = engine.context("apply_discount", debug=True)
+    r = Workspace.single(engine).context("apply_discount", debug=True)
     rerank = next(s for s in r.debug.stages if s.name == "rerank")
     assert rerank.status == "error" and r.debug.reranker == "zscore"
     assert r.chunks[0].symbol == "apply_discount"

@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, read_inside
 from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval.indexers.walk import walk
+from mcp_retrieval.workspace import Workspace
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzSECRETzz"
 
 
 def window_and_fields(engine, query: str) -> str:
-    r = engine.context(query, budget_tokens=4000)
-    return r.model_dump_json() + engine.packet(query).model_dump_json()
+    r = Workspace.single(engine).context(query, budget_tokens=4000)
+    return r.model_dump_json() + Workspace.single(engine).packet(query).model_dump_json()
 
 
 def plant_config(workspace):
@@ -68,7 +69,7 @@ def test_a_fifo_in_place_of_an_indexed_file_blocks_nothing(engine, workspace):
     target.unlink()
     os.mkfifo(target)
     for _ in range(3):
-        call_with_deadline(lambda: engine.context("pricing discount rules"), 60)
+        call_with_deadline(lambda: Workspace.single(engine).context("pricing discount rules"), 60)
     result = call_with_deadline(lambda: engine.reindex(), 120)
     assert "src/shop/pricing.py" not in engine.store.files()  # git does not list a FIFO; the walk refuses one
     assert result.files_removed >= 1 or result.skipped.get("not_regular", 0) >= 1
@@ -78,7 +79,7 @@ def test_an_indexed_file_overwritten_with_a_huge_one_is_not_read_into_memory(eng
     target = workspace / "src" / "shop" / "pricing.py"
     with open(target, "wb") as fh:  # sparse: 200 MB on paper, nothing on disk
         fh.truncate(200_000_000)
-    r = engine.context("pricing discount rules", budget_tokens=2000)
+    r = Workspace.single(engine).context("pricing discount rules", budget_tokens=2000)
     assert all(c.path != "src/shop/pricing.py" for c in r.chunks)
     assert len(r.model_dump_json()) < 200_000
 
@@ -87,7 +88,7 @@ def test_a_link_to_dev_zero_is_refused_not_read(engine, workspace):
     target = workspace / "src" / "shop" / "pricing.py"
     target.unlink()
     os.symlink("/dev/zero", target)
-    r = engine.context("pricing discount rules")
+    r = Workspace.single(engine).context("pricing discount rules")
     assert all(c.path != "src/shop/pricing.py" for c in r.chunks)
 
 

@@ -4,6 +4,7 @@ from mcp_retrieval import BadRequest, Engine
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval.closure import SECTION as SIGNATURES_SECTION
 from mcp_retrieval.neutralize import contains_tag
+from mcp_retrieval.workspace import Workspace
 
 
 def test_reindex_indexes_the_workspace_and_a_second_run_touches_nothing(engine):
@@ -15,7 +16,7 @@ def test_reindex_indexes_the_workspace_and_a_second_run_touches_nothing(engine):
 
 
 def test_context_returns_the_defining_chunk_for_an_identifier(engine):
-    r = engine.context("apply_discount", debug=True)
+    r = Workspace.single(engine).context("apply_discount", debug=True)
     assert r.know is not None and r.miss is None
     best = max(r.chunks, key=lambda c: c.score)  # the window reads files top-down; the strongest is the definition
     assert r.chunks[0].path == best.path == "src/shop/pricing.py" and best.symbol == "apply_discount"
@@ -25,7 +26,7 @@ def test_context_returns_the_defining_chunk_for_an_identifier(engine):
 
 
 def test_chunks_carry_the_contract_fields_and_never_exceed_the_budget(engine):
-    r = engine.context("how is the checkout total computed with tax and discount", budget_tokens=256, debug=True)
+    r = Workspace.single(engine).context("how is the checkout total computed with tax and discount", budget_tokens=256, debug=True)
     assert r.know is not None
     assert sum(c.tokens for c in r.chunks) <= 256  # an excerpt counts what it delivers
     for c in r.chunks:
@@ -35,18 +36,18 @@ def test_chunks_carry_the_contract_fields_and_never_exceed_the_budget(engine):
 
 
 def test_a_nonsense_query_is_a_miss_with_a_marker_only_window(engine):
-    r = engine.context("zqxv wplk frrbz")
+    r = Workspace.single(engine).context("zqxv wplk frrbz")
     assert r.know is None and r.miss.reason == "abstain"
     assert r.chunks == [] and "no_match" in r.window
 
 
 def test_a_weak_packet_miss_still_points_at_leads_marked_weak(engine):
     # a question that shares one word with the code: too little evidence to claim an answer
-    r = engine.packet("how do we rate limit the lunch menu printer flux capacitor discount")
+    r = Workspace.single(engine).packet("how do we rate limit the lunch menu printer flux capacitor discount")
     assert r.know is None and r.miss.reason == "abstain"
     assert r.items, "an abstaining packet keeps its leads"
     assert all(i.action == "reread" and i.confidence <= 0.2 for i in r.items), r.items
-    assert engine.packet("zqxv wplk frrbz").items == []  # nothing matched: nothing to point at
+    assert Workspace.single(engine).packet("zqxv wplk frrbz").items == []  # nothing matched: nothing to point at
 
 
 def test_bad_arguments_are_clear_errors_and_the_next_call_works(engine):
@@ -57,20 +58,20 @@ def test_bad_arguments_are_clear_errors_and_the_next_call_works(engine):
                          ({"query": "x", "path_prefix": "/etc"}, "outside"),
                          ({"query": "x", "sub_queries": ["a", "b", "c", "d"]}, "sub_queries")]:
         with pytest.raises(BadRequest, match=word):
-            engine.context(**kwargs)
+            Workspace.single(engine).context(**kwargs)
     with pytest.raises(BadRequest, match="outside"):
         engine.reindex(paths=["../../etc"])
-    assert engine.context("apply_discount").know is not None
+    assert Workspace.single(engine).context("apply_discount").know is not None
 
 
 def test_huge_and_odd_queries_get_an_answer_or_a_clean_miss(engine):
     for q in ["Cart.total " * 5000, "!!! ??? ...", "\ud800 lone surrogate \x00 nul", "購物車の合計を計算する"]:
-        r = engine.context(q, debug=True)
+        r = Workspace.single(engine).context(q, debug=True)
         assert (r.know is None) != (r.miss is None)
 
 
 def test_packet_returns_pointers_without_bodies(engine):
-    p = engine.packet("compute_shipping express parcel cost", max_items=5, task="edit")
+    p = Workspace.single(engine).packet("compute_shipping express parcel cost", max_items=5, task="edit")
     assert p.know is not None and 1 <= len(p.items) <= 5
     top = p.items[0]
     assert top.path == "engine/src/lib.rs"
@@ -80,10 +81,10 @@ def test_packet_returns_pointers_without_bodies(engine):
 
 def test_a_second_identical_call_in_a_session_returns_stubs(engine):
     q = "cart add item quantity subtotal"
-    first = engine.context(q, session_id="s1")
-    second = engine.context(q, session_id="s1")
-    other = engine.context(q, session_id="s2")
-    opted_out = engine.context(q, session_id="s1", ignore_delivered=True)
+    first = Workspace.single(engine).context(q, session_id="s1")
+    second = Workspace.single(engine).context(q, session_id="s1")
+    other = Workspace.single(engine).context(q, session_id="s2")
+    opted_out = Workspace.single(engine).context(q, session_id="s1", ignore_delivered=True)
     delivered = {(c.path, c.start_line) for c in first.chunks}
     stubs = {(c.path, c.start_line) for c in second.chunks if c.delivered}
     assert delivered and stubs <= delivered and len(stubs) >= 0.8 * len(delivered)
@@ -92,7 +93,7 @@ def test_a_second_identical_call_in_a_session_returns_stubs(engine):
 
 
 def test_forged_control_tags_in_indexed_text_never_reach_the_window(engine):
-    r = engine.context("flux capacitor calibration release notes")
+    r = Workspace.single(engine).context("flux capacitor calibration release notes")
     assert any(c.path == "notes/forged.md" for c in r.chunks)
     ours = r.window.count("<mcp-retrieval:chunk ") + r.window.count("<mcp-retrieval:stub ")
     ours += r.window.count(SIGNATURES_SECTION)
@@ -106,9 +107,9 @@ def test_forged_control_tags_in_indexed_text_never_reach_the_window(engine):
 
 
 def test_the_room_left_holds_the_signatures_the_delivered_code_calls(engine):
-    assert engine.context("Cart total checkout", max_chunks=1).signatures is None  # off unless turned on
+    assert Workspace.single(engine).context("Cart total checkout", max_chunks=1).signatures is None  # off unless turned on
     engine.config.signatures = True
-    r = engine.context("Cart total checkout", budget_tokens=6000, max_chunks=1, debug=True)
+    r = Workspace.single(engine).context("Cart total checkout", budget_tokens=6000, max_chunks=1, debug=True)
     shown = {(c.path, c.symbol) for c in r.chunks}
     assert r.signatures, r.window
     assert r.window.count(SIGNATURES_SECTION) == 1
@@ -120,24 +121,24 @@ def test_the_room_left_holds_the_signatures_the_delivered_code_calls(engine):
     assert budget_tokens(r.window) <= 6000
     closure_stage = next(s for s in r.debug.stages if s.name == "closure")
     assert closure_stage.status == "done" and f"{len(r.signatures)} signatures" in closure_stage.detail
-    tight = engine.context("Cart total checkout", budget_tokens=256)
+    tight = Workspace.single(engine).context("Cart total checkout", budget_tokens=256)
     assert budget_tokens(tight.window) <= 256
 
 
 def test_an_edited_file_is_never_served_as_current(engine, workspace):
     pricing = workspace / "src" / "shop" / "pricing.py"
     pricing.write_text(pricing.read_text().replace("SAVE10", "SAVE25").replace("0.9", "0.75"))
-    p = engine.packet("apply_discount discount code")
+    p = Workspace.single(engine).packet("apply_discount discount code")
     item = next(i for i in p.items if i.path == "src/shop/pricing.py")
     assert item.fresh is False and item.action == "refresh"
-    r = engine.context("apply_discount discount code")
+    r = Workspace.single(engine).context("apply_discount discount code")
     served = [c.text for c in r.chunks if c.path == "src/shop/pricing.py" and c.text]
     assert served and all("SAVE10" not in t for t in served)
 
 
 def test_a_deleted_file_is_dropped_from_answers(engine, workspace):
     (workspace / "engine" / "src" / "lib.rs").unlink()
-    r = engine.context("compute_shipping parcel weight express")
+    r = Workspace.single(engine).context("compute_shipping parcel weight express")
     assert all(c.path != "engine/src/lib.rs" for c in r.chunks)
 
 
@@ -146,7 +147,7 @@ def test_reindex_picks_up_edits_and_deletions_incrementally(engine, workspace):
     (workspace / "web" / "util.js").unlink()
     r = engine.reindex()
     assert r.files_changed == 1 and r.files_removed == 1 and r.chunks_embedded >= 1
-    assert engine.context("issue_refund").chunks[0].path == "src/shop/refunds.py"
+    assert Workspace.single(engine).context("issue_refund").chunks[0].path == "src/shop/refunds.py"
 
 
 def test_an_empty_root_answers_with_an_empty_index_miss(tmp_path):
@@ -157,7 +158,7 @@ def test_an_empty_root_answers_with_an_empty_index_miss(tmp_path):
     cfg = Config.resolve(tmp_path / "empty", tmp_path / "idx", persist_sessions=False)
     cfg.cache_dir = tmp_path / "cache"
     eng = Engine(cfg, embedder=HashEmbedder())
-    r = eng.context("anything at all")
+    r = Workspace.single(eng).context("anything at all")
     assert r.miss.reason == "empty_index" and r.miss.escalate_to == "reindex"
     eng.close()
 
@@ -177,7 +178,7 @@ def test_a_root_deleted_while_serving_keeps_the_last_index(engine, workspace):
     with pytest.raises(BadRequest, match="gone"):
         engine.reindex()
     assert engine.status().chunks == before
-    r = engine.packet("apply_discount")
+    r = Workspace.single(engine).packet("apply_discount")
     assert r.miss is not None or all(not i.fresh for i in r.items)
 
 
@@ -187,7 +188,7 @@ def test_an_identifier_lookup_finds_its_definition_even_in_a_test_file(engine, w
     (workspace / "src" / "shop" / "helpers.py").write_text(
         "def other_helper():\n    '''calls helper_for_cart_checks'''\n    return helper_for_cart_checks\n")
     engine.reindex()
-    assert engine.packet("helper_for_cart_checks").items[0].path == "tests/test_cart.py"
+    assert Workspace.single(engine).packet("helper_for_cart_checks").items[0].path == "tests/test_cart.py"
 
 
 @pytest.mark.parametrize("marker", ["lexical_analyzer", "chunker"])
@@ -201,8 +202,8 @@ def test_a_changed_lexical_analyser_or_chunker_re_analyses_every_file_once(engin
 
 def test_recent_turns_steer_the_ranking_but_never_the_search(engine):
     q = "how is the cart total computed"
-    plain = engine.packet(q, debug=True)
-    steered = engine.packet(q, recent_turns=["I am looking at src/shop/pricing.py", "with_tax looks wrong"], debug=True)
+    plain = Workspace.single(engine).packet(q, debug=True)
+    steered = Workspace.single(engine).packet(q, recent_turns=["I am looking at src/shop/pricing.py", "with_tax looks wrong"], debug=True)
     def item(r):
         return next(i for i in r.items if i.symbol == "with_tax")
 
@@ -211,11 +212,11 @@ def test_recent_turns_steer_the_ranking_but_never_the_search(engine):
     # the same pool was searched: turns reorder it, they add nothing the question did not find
     assert steered.debug.candidate_pool == plain.debug.candidate_pool
     with pytest.raises(BadRequest, match="recent_turns"):
-        engine.packet(q, recent_turns=["a"] * 6)
+        Workspace.single(engine).packet(q, recent_turns=["a"] * 6)
 
 
 def test_a_miss_that_sends_the_agent_to_the_user_carries_a_map_of_the_workspace_inside_the_budget(engine):
-    r = engine.context("zqxv wplk frrbz", budget_tokens=300)
+    r = Workspace.single(engine).context("zqxv wplk frrbz", budget_tokens=300)
     assert r.miss.escalate_to == "ask_user" and r.chunks == []
     assert '<mcp-retrieval:map root="' in r.window and "src/shop/" in r.window
     assert "apply_discount" in r.window or "Cart" in r.window  # a used definition, with its line
@@ -233,10 +234,10 @@ def test_files_delivered_together_are_learned_decay_and_stay_bounded(engine):
     from mcp_retrieval.coactivation import DECAY
 
     engine.coactivation.clear()
-    engine.context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
+    Workspace.single(engine).context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
     assert engine.coactivation.partners(["src/shop/cart.py"]) == {}  # off (the default): nothing learned
     engine.config.coactivation = True
-    engine.context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
+    Workspace.single(engine).context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
     assert engine.coactivation.partners(["src/shop/cart.py"])["src/shop/pricing.py"] == ("src/shop/cart.py", 1.0)
     engine.coactivation.record(["x.py", "y.py"])
     for _ in range(10):
@@ -251,20 +252,20 @@ def test_a_definition_changed_since_the_session_saw_it_comes_back_as_a_diff(engi
     report.write_text(f"def quarterly_revenue_report(totals, rate):\n{body}\n    return line_0\n")
     engine.reindex(paths=["src/shop/report.py"])
     q = "quarterly_revenue_report"
-    first = engine.context(q, session_id="d1", debug=True)
+    first = Workspace.single(engine).context(q, session_id="d1", debug=True)
     assert any(c.symbol == "quarterly_revenue_report" and c.text for c in first.chunks)
     report.write_text(report.read_text().replace("line_7 = totals[7] * rate", "line_7 = totals[7] * rate * 2"))
     engine.reindex(paths=["src/shop/report.py"])
-    second = engine.context(q, session_id="d1", debug=True)
+    second = Workspace.single(engine).context(q, session_id="d1", debug=True)
     changed = next(c for c in second.chunks if c.symbol == "quarterly_revenue_report")
     assert changed.diff and "-    line_7 = totals[7] * rate + offset_7" in changed.text
     assert "+    line_7 = totals[7] * rate * 2 + offset_7" in changed.text and "@@ -7," in changed.text
     assert changed.tokens < 0.6 * next(c for c in first.chunks if c.symbol == "quarterly_revenue_report").tokens
     assert 'diff="changed since this session saw it' in second.window
-    other = engine.context(q, session_id="d2")  # a session that never saw it gets the whole text
+    other = Workspace.single(engine).context(q, session_id="d2")  # a session that never saw it gets the whole text
     whole = next(c for c in other.chunks if c.symbol == "quarterly_revenue_report")
     assert not whole.diff and "def quarterly_revenue_report" in whole.text
-    third = engine.context(q, session_id="d1")  # after the diff the session holds the new text: a stub
+    third = Workspace.single(engine).context(q, session_id="d1")  # after the diff the session holds the new text: a stub
     assert next(c for c in third.chunks if c.symbol == "quarterly_revenue_report").delivered
 
 
@@ -296,9 +297,9 @@ def test_one_question_is_analysed_once_for_all_its_searches(engine, monkeypatch)
     real = engine.retriever.lexical._build_query
     monkeypatch.setattr(engine.retriever.lexical, "_build_query", lambda text: built.append(text) or real(text))
     q = "src/shop/pricing.py: with_tax rounds the cart total wrong"
-    first = engine.packet(q)
+    first = Workspace.single(engine).packet(q)
     assert built.count(q) == 1
-    assert engine.packet(q).items == first.items and built.count(q) == 1
+    assert Workspace.single(engine).packet(q).items == first.items and built.count(q) == 1
     for n in range(lexical.RECENT_QUERIES):
         engine.retriever.lexical.search(f"other question {n}")
     engine.retriever.lexical.search(q)

@@ -10,6 +10,7 @@ import pytest
 
 from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval import Config, Engine
+from mcp_retrieval.workspace import Workspace
 
 
 def wait_for(predicate, timeout=60.0):
@@ -29,7 +30,7 @@ def test_the_watcher_reflects_new_edited_and_deleted_files(engine, workspace):
         time.sleep(0.5)
         (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
         assert wait_for(lambda: any(c.symbol == "award_loyalty_points"
-                                    for c in engine.context("award_loyalty_points").chunks))
+                                    for c in Workspace.single(engine).context("award_loyalty_points").chunks))
         (workspace / "web" / "util.js").unlink()
         assert wait_for(lambda: "web/util.js" not in engine.store.files())
         (workspace / "build" / "ignored.py").write_text("def ignored_symbol_zz():\n    pass\n")
@@ -67,7 +68,7 @@ def test_an_indexer_killed_at_any_moment_leaves_an_index_that_answers_and_comple
         cfg = Config.resolve(root, idx, persist_sessions=False, embedder="hash")
         cfg.cache_dir = tmp_path / "cache"
         engine = Engine(cfg)  # opens after a kill
-        r = engine.context("handler_7_3")
+        r = Workspace.single(engine).context("handler_7_3")
         assert (r.know is None) != (r.miss is None)
         engine.close()
     cfg = Config.resolve(root, idx, persist_sessions=False, embedder="hash")
@@ -85,6 +86,6 @@ def test_an_indexer_killed_at_any_moment_leaves_an_index_that_answers_and_comple
         set(clean.store.chunk_ids_for_paths(clean.store.all_paths()))
     assert engine.indexer.lexical.num_docs() == expected.chunks
     assert engine.indexer.vectors.count() == expected.chunks
-    assert engine.context("handler_7_3").chunks[0].path == "pkg7/mod7.py"
+    assert Workspace.single(engine).context("handler_7_3").chunks[0].path == "pkg7/mod7.py"
     engine.close()
     clean.close()

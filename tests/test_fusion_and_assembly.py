@@ -9,6 +9,7 @@ from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
 from mcp_retrieval.assemble import COMPACT, FRONTIER, Layout, Placed, assemble, order_for_reading, render_window
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
+from mcp_retrieval.workspace import Workspace
 
 
 def make_candidate(i: int, tokens: int, score: float, text: str | None = None) -> Candidate:
@@ -241,7 +242,7 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
                                                    lambda root, path: eng.store.chunks_for_path(path))) == 1
 
         def shown():  # lexical tiers only (no vectors): the first piece holds none of the question's words
-            return {c.start_line for c in eng.context("redirect_budget retry is wrong", budget_tokens=budget).chunks
+            return {c.start_line for c in Workspace.single(eng).context("redirect_budget retry is wrong", budget_tokens=budget).chunks
                     if c.path == "client.py"}
         assert pieces[0].start_line in shown()  # wired into `context`
         monkeypatch.setattr(continuation, "CONTINUATIONS", False)
@@ -280,7 +281,7 @@ def test_a_files_import_block_comes_after_its_definition_the_question_matches(tm
         question = "send raises the transport TimeoutError and ProxyError through instead of ReadTimeout on timeout"
 
         def first():
-            return [(c.start_line, c.symbol) for c in eng.context(question, budget_tokens=2000).chunks][0]
+            return [(c.start_line, c.symbol) for c in Workspace.single(eng).context(question, budget_tokens=2000).chunks][0]
         assert first()[1] == "send"
         monkeypatch.setattr(module_heads, "MODULE_HEADS_AFTER_DEFINITIONS", False)
         assert first()[0] == 1  # the import block matched more of the question's words
@@ -337,9 +338,9 @@ def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crow
         question = "convert_to combines orthogonal units: convert_to(expr, target_units) gives a wrong dimension"
 
         def shown():
-            return {c.symbol for c in eng.context(question, budget_tokens=4000).chunks if c.path == "units.py"}
+            return {c.symbol for c in Workspace.single(eng).context(question, budget_tokens=4000).chunks if c.path == "units.py"}
         assert shown() == {"convert_to", "_conversion_matrix"}
-        assert {c.symbol for c in eng.context(question, budget_tokens=lead_file.ABOVE_BUDGET).chunks
+        assert {c.symbol for c in Workspace.single(eng).context(question, budget_tokens=lead_file.ABOVE_BUDGET).chunks
                 if c.path == "units.py"} == {"convert_to"}  # a tighter window keeps its room for other files
         monkeypatch.setattr(lead_file, "LEAD_FILE_MATCHES", False)
         assert shown() == {"convert_to"}

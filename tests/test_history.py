@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.message_bm25 import MessageBM25
+from mcp_retrieval.workspace import Workspace
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -66,7 +67,7 @@ def test_no_repository_is_a_skipped_stage_with_a_reason(tmp_path, engine):
     plain = tmp_path / "plain"
     plain.mkdir()
     assert History(tmp_path / "h.db", plain).update().startswith("skipped")
-    r = engine.packet("apply the discount", debug=True)
+    r = Workspace.single(engine).packet("apply the discount", debug=True)
     stage = next(s for s in r.debug.stages if s.name == "history")
     assert stage.status == "skipped" and "no git history" in stage.detail
 

@@ -11,12 +11,13 @@ import pytest
 
 from mcp_retrieval import Engine
 from mcp_retrieval.indexers.embed import HashEmbedder
+from mcp_retrieval.workspace import Workspace
 
 QUESTION = "add an item to the shopping cart"
 
 
 def top_file(engine: Engine) -> str:
-    return engine.packet(QUESTION, max_items=3).items[0].path
+    return Workspace.single(engine).packet(QUESTION, max_items=3).items[0].path
 
 
 @pytest.fixture

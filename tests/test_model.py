@@ -4,6 +4,7 @@ import numpy as np
 
 from mcp_retrieval.indexers.embed import DIM, MODEL_SHA256, _sha256, _weights_path
 from mcp_retrieval import Engine
+from mcp_retrieval.workspace import Workspace
 
 
 def test_the_shipped_model_matches_its_pinned_checksum():
@@ -22,7 +23,7 @@ def test_a_paraphrased_question_finds_the_right_code_by_meaning(config, minilm, 
     engine = Engine(config, embedder=minilm)
     engine.reindex()
     # No word of the question appears in the answer's code: only meaning connects them.
-    r = engine.context("what does it cost to deliver a heavy package quickly", debug=True)
+    r = Workspace.single(engine).context("what does it cost to deliver a heavy package quickly", debug=True)
     assert r.know is not None
     assert r.chunks[0].path in ("engine/src/lib.rs", "docs/guide.md")
     assert "dense" in r.chunks[0].tiers

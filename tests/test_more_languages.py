@@ -15,6 +15,7 @@ from mcp_retrieval.indexers.chunk import chunk_file
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, PROSE_LANGUAGES, is_test_path, \
     language_for
+from mcp_retrieval.workspace import Workspace
 
 SOURCES = {
     "lib/shop/cart.rb": """require_relative '../util/pricing'
@@ -162,13 +163,13 @@ def test_calls_inheritance_and_imports_are_edges(polyglot):
     ("refundPayment in Wallet returns the wrong amount", "app/src/main/kotlin/shop/Wallet.kt"),
 ])
 def test_a_question_naming_a_definition_finds_its_file_first(polyglot, question, path):
-    r = polyglot.context(question, budget_tokens=600)
+    r = Workspace.single(polyglot).context(question, budget_tokens=600)
     assert r.chunks and r.chunks[0].path == path, [c.path for c in r.chunks]
 
 
 def test_rubys_class_hash_method_names_a_definition(polyglot):
     assert "Shop.Cart.total_with_coupon" in extract("Shop::Cart#total_with_coupon ignores the code").dotted
-    r = polyglot.packet("Cart#total_with_coupon ignores the code")
+    r = Workspace.single(polyglot).packet("Cart#total_with_coupon ignores the code")
     assert r.items[0].path == "lib/shop/cart.rb"
 
 
@@ -179,7 +180,7 @@ def test_query_graph_reads_scoped_names_as_qualified_ones(polyglot):
 
 
 def test_a_quoted_ruby_error_finds_its_raise_site(polyglot):
-    r = polyglot.packet('ArgumentError: "coupon code is not redeemable here" when checking out')
+    r = Workspace.single(polyglot).packet('ArgumentError: "coupon code is not redeemable here" when checking out')
     assert r.items[0].path == "lib/shop/cart.rb"
 
 

@@ -13,6 +13,7 @@ from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.notebooks import notebook_text
+from mcp_retrieval.workspace import Workspace
 
 IMAGE = "iVBORw0KGgo" + "QUFB" * 3000  # a plotted figure, as a notebook stores it
 
@@ -72,9 +73,9 @@ def test_a_notebooks_code_is_found_by_name_and_its_outputs_are_not(notebook_engi
     assert result.skipped.get("unreadable_notebook") == 1 and result.skipped.get("too_large") == 1
     assert "notebooks/plots.ipynb::plot_retention" in {
         n.id for n in eng.query_graph("notebooks/plots.ipynb", relation="defines").nodes}
-    r = eng.context("where are tenure_buckets computed for the churn model", budget_tokens=800)
+    r = Workspace.single(eng).context("where are tenure_buckets computed for the churn model", budget_tokens=800)
     assert r.chunks and r.chunks[0].path == "notebooks/churn.ipynb", [c.path for c in r.chunks]
     assert "def tenure_buckets(frame):" in r.window and "QUFB" not in r.window
     defined = {n.id for n in eng.query_graph("notebooks/churn.ipynb", relation="defines").nodes}
     assert "notebooks/churn.ipynb::tenure_buckets" in defined
-    assert not eng.context("zebra_stripes", budget_tokens=400).chunks  # an output's text is not indexed
+    assert not Workspace.single(eng).context("zebra_stripes", budget_tokens=400).chunks  # an output's text is not indexed

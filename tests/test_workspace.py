@@ -11,6 +11,7 @@ from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.roots import read_config, resolve_workspace
 from mcp_retrieval.server import build_server
 from mcp_retrieval.workspace import open_workspace
+from mcp_retrieval.workspace import Workspace
 
 
 def make_client_lib(root):
@@ -216,7 +217,7 @@ def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, m
     engine.reindex()
     try:
         def full_chunks(**kwargs):
-            r = engine.context("discount rate of an order", budget_tokens=12000, **kwargs)
+            r = Workspace.single(engine).context("discount rate of an order", budget_tokens=12000, **kwargs)
             assert r.know is not None
             return len(r.chunks)
 

@@ -5,6 +5,8 @@ from (every candidate chunk with its tiers' ranks and scores), and the files tha
         --per-repo 40 --work /tmp/ranker-work --out /tmp/ranker/commits.jsonl
     python -m training.collect semble --data ../shared/eval/semble_dev --mirrors /work/.mirror \\
         --work /tmp/ranker-work --out /tmp/ranker/semble.jsonl
+    python -m training.collect rows --instances ../shared/eval/swebench_dev.jsonl --mirrors /work/.mirror \\
+        --work /tmp/ranker-work --out /tmp/ranker/swebench.jsonl
 
 `commits`: each repository's newest commits (first parent, no merges) whose message describes a
 change (at least 30 characters; no revert, typo, version bump or release) and that modify one to
@@ -126,6 +128,40 @@ def collect_commits(args) -> None:
         print(f"{repo}: {n} questions in {time.perf_counter() - t0:.0f} s", file=sys.stderr)
 
 
+def collect_rows(args) -> None:
+    """SWE-bench-format rows (the dev files): the issue text is the question, the gold files the
+    answer, the workspace the base commit."""
+    from mcp_retrieval.bench import read_rows
+    from mcp_retrieval.bench.checkout import open_instance
+
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    done = _done(out)
+    rows = sorted(read_rows(args.instances), key=lambda r: (r["repo"], r["instance_id"]))
+    engines: dict = {}
+    with out.open("a") as fh:
+        for row in rows:
+            if row["instance_id"] in done:
+                continue
+            git_dir = Path(args.mirrors) / row["repo"].replace("/", "+") / "repo"
+            if not git_dir.is_dir():
+                print(f"{row['instance_id']}: no snapshot of {row['repo']}", file=sys.stderr)
+                continue
+            try:
+                engine, *_ = open_instance(row, {row["repo"]: str(git_dir)}, Path(args.work), engines, no_dense=True)
+                record = pool_record(engine, row["problem_statement"])
+            except Exception as exc:
+                print(f"{row['instance_id']}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                continue
+            gold = row.get("gold_code_files") or row["gold_files"]
+            fh.write(json.dumps({"id": row["instance_id"], "source": args.source_name, "repo": row["repo"],
+                                 "query": row["problem_statement"], "gold_files": gold,
+                                 "language": row.get("language", "python"), **record}) + "\n")
+            fh.flush()
+    for engine, _ in engines.values():
+        engine.close()
+
+
 def collect_semble(args) -> None:
     from mcp_retrieval.bench.semble import _open_repo, _targets
 
@@ -165,12 +201,15 @@ def main(argv: list[str]) -> int:
     commits.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
     semble = sub.add_parser("semble")
     semble.add_argument("--data", default="../shared/eval/semble_dev")
-    for p in (commits, semble):
+    rows = sub.add_parser("rows")
+    rows.add_argument("--instances", required=True)
+    rows.add_argument("--source-name", default="swebench")
+    for p in (commits, semble, rows):
         p.add_argument("--mirrors", default="/work/.mirror")
         p.add_argument("--work", default="/tmp/ranker-work")
         p.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    (collect_commits if args.source == "commits" else collect_semble)(args)
+    {"commits": collect_commits, "semble": collect_semble, "rows": collect_rows}[args.source](args)
     return 0
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.config import Config
 from mcp_retrieval.indexers.languages import is_test_path
+from mcp_retrieval.workspace import Workspace
 
 
 def main(argv: list[str]) -> int:
@@ -46,7 +47,7 @@ def main(argv: list[str]) -> int:
         as_diff, whole, shown, used = [], [], 0, 0
         for n, (path, name, start, end) in enumerate(rows):
             session = f"diffs-{n}"
-            first = _parts(engine.context(name, session_id=session, budget_tokens=8000, debug=True), path, name)
+            first = _parts(Workspace.single(engine).context(name, session_id=session, budget_tokens=8000, debug=True), path, name)
             if not first or not first[0].text:
                 continue
             file = tree / path
@@ -56,8 +57,8 @@ def main(argv: list[str]) -> int:
             lines[middle] = changed
             file.write_text("\n".join(lines))
             engine.reindex(paths=[path])
-            again = _parts(engine.context(name, session_id=session, budget_tokens=8000, debug=True), path, name)
-            fresh = _parts(engine.context(name, session_id=f"fresh-{n}", budget_tokens=8000, debug=True), path, name)
+            again = _parts(Workspace.single(engine).context(name, session_id=session, budget_tokens=8000, debug=True), path, name)
+            fresh = _parts(Workspace.single(engine).context(name, session_id=f"fresh-{n}", budget_tokens=8000, debug=True), path, name)
             if not again or not fresh:
                 continue
             used += 1

@@ -24,6 +24,7 @@ import psutil
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
+from mcp_retrieval.workspace import Workspace
 
 
 class PeakRSS:
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
         t0 = time.perf_counter()
         sync = engine.indexer.sync()
         lexical_s = time.perf_counter() - t0
-        first = engine.context("where is the main entry point configured")
+        first = Workspace.single(engine).context("where is the main entry point configured")
         report["first_lexical_answer_s"] = round(time.perf_counter() - t0, 1)
         report["first_answer_state"] = first.index.state if first.index else "ready"  # absent: settled
         t1 = time.perf_counter()
@@ -110,14 +111,14 @@ def main(argv: list[str]) -> int:
     queries = [q for q in queries if q.strip()]
     with PeakRSS() as rss_serve:
         for q in queries[:3]:  # warm caches (graph load, model session)
-            engine.packet(q)
+            Workspace.single(engine).packet(q)
         lat_packet, lat_context = [], []
         for q in queries:
             t = time.perf_counter()
-            engine.packet(q)
+            Workspace.single(engine).packet(q)
             lat_packet.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            engine.context(q)
+            Workspace.single(engine).context(q)
             lat_context.append((time.perf_counter() - t) * 1000)
     report["latency_ms"] = {"packet": percentiles(lat_packet), "context": percentiles(lat_context),
                             "serving_peak_rss_mib": round(rss_serve.peak)}

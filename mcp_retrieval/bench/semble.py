@@ -25,6 +25,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from mcp_retrieval.workspace import Workspace
 
 K = 10
 
@@ -98,7 +99,7 @@ def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors
     try:
         for q in queries:
             t0 = time.perf_counter()
-            packet = engine.packet(q["query"], max_items=K)
+            packet = Workspace.single(engine).packet(q["query"], max_items=K)
             ms = (time.perf_counter() - t0) * 1000
             results = [(i.path, i.start_line, i.end_line) for i in packet.items]
             rows.append({"query": q["query"], "category": q["category"], "ndcg10": ndcg10(results, _targets(q)),

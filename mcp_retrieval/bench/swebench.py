@@ -33,6 +33,7 @@ from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
+from mcp_retrieval.workspace import Workspace
 
 KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
@@ -80,7 +81,7 @@ def as_conversation(statement: str) -> tuple[str, list[str]]:
 
 def rank_files(engine: Engine, query: str, recent_turns: list[str] | None = None) -> tuple[list[str], list[str], float]:
     t0 = time.perf_counter()
-    packet = engine.packet(query, max_items=50, recent_turns=recent_turns)
+    packet = Workspace.single(engine).packet(query, max_items=50, recent_turns=recent_turns)
     ms = (time.perf_counter() - t0) * 1000
     files = list(dict.fromkeys(i.path for i in packet.items))
     symbols = [f"{i.path}::{i.symbol}" for i in packet.items[:10] if i.symbol]
@@ -189,7 +190,7 @@ def main(argv: list[str]) -> int:
         if "coactive" in modes:  # the agent reads this window: what answered together is learned
             engine.config.tier_weights, engine.config.graph, engine.reranker = dict(base_weights), True, ZScoreReranker()
             engine.config.graph_prior, engine.config.decompose, engine.config.coactivation = False, True, True
-            engine.context(row["problem_statement"], budget_tokens=4000)
+            Workspace.single(engine).context(row["problem_statement"], budget_tokens=4000)
         results.append(result)
         if out_file:
             out_file.write(json.dumps(result) + "\n")

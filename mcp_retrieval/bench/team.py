@@ -26,6 +26,7 @@ from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.indexers.embed import EmbeddingCache
 from mcp_retrieval.shared_index import publish, pull
+from mcp_retrieval.workspace import Workspace
 
 
 def _clone(git_dir: Path, rev: str, dest: Path) -> str:
@@ -90,7 +91,7 @@ def main(argv: list[str]) -> int:
                        EmbeddingCache(work / "clone-cache" / "embeddings.sqlite"))
         pulled_s = time.perf_counter() - t0
         engine = _engine(clone, work / "clone-index", work / "clone-cache")
-        first = engine.context("where is the main entry point").know is not None
+        first = Workspace.single(engine).context("where is the main entry point").know is not None
         answer_s = time.perf_counter() - t0
         result = engine.reindex()
         status = engine.status()

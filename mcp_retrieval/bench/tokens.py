@@ -34,6 +34,7 @@ from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.bench.swebench import gold_files
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.retrieve import Candidate
+from mcp_retrieval.workspace import Workspace
 
 _ELIDED = re.compile(r"^⋯ lines (\d+)-(\d+) elided ⋯$")
 
@@ -123,7 +124,7 @@ def context_window(engine: Engine, query: str, budget: int, variant: str = "cont
     for k, v in overrides.items():
         setattr(engine.config, k, v)
     try:
-        r = engine.context(query, budget_tokens=budget, **kwargs)
+        r = Workspace.single(engine).context(query, budget_tokens=budget, **kwargs)
     finally:
         for k, v in saved.items():
             setattr(engine.config, k, v)

@@ -1,0 +1,35 @@
+"""know or miss without vectors: an everyday question whose words the workspace uses is answered,
+a question about what the workspace does not contain is a miss (real index, real decision)."""
+
+from __future__ import annotations
+
+from mcp_retrieval import Config, Engine
+from mcp_retrieval.decide import Evidence, decide
+from mcp_retrieval.models import Know, Miss
+from mcp_retrieval.workspace import Workspace
+
+
+def evidence(coverage: float, known: float, head: float) -> Evidence:
+    return Evidence(coverage, 0.0, False, False, None, 1.0, 0.1, known_words=known, head_coverage=head)
+
+
+def test_spread_words_the_workspace_knows_are_an_answer_and_unknown_words_a_miss():
+    assert isinstance(decide(evidence(0.25, 1.0, 0.5), has_vectors=False), Know)
+    assert isinstance(decide(evidence(0.25, 0.5, 0.5), has_vectors=False), Miss)  # words it never uses
+    assert isinstance(decide(evidence(0.25, 1.0, 0.1), has_vectors=False), Miss)  # known, yet not in the head
+    assert isinstance(decide(evidence(0.3, 0.0, 0.0), has_vectors=False), Know)  # one chunk covers it
+
+
+def test_off_topic_questions_stay_misses_on_a_real_index(workspace, tmp_path):
+    config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="none")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config)
+    engine.reindex()
+    try:
+        ws = Workspace.single(engine)
+        for question in ("recipe for banana bread with walnuts", "who won the football world cup in 1998",
+                         "what is the capital of Mongolia"):
+            assert ws.packet(question).miss is not None, question
+        assert ws.packet("cart items and discount codes").know is not None
+    finally:
+        engine.close()
