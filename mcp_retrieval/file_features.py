@@ -13,11 +13,11 @@ Pure: reads only the candidates and the question.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import PurePosixPath
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
@@ -57,12 +57,30 @@ def question_words(query: str) -> set[str]:
     return {t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()}
 
 
-def _words(text: str) -> set[str]:
-    return {w for w in split_identifier(text) if len(w) >= 2}
+@functools.lru_cache(maxsize=50_000)
+def _words(text: str) -> frozenset[str]:
+    """The identifier parts of a path, file name or definition name (paths repeat across calls)."""
+    return frozenset(w for w in split_identifier(text) if len(w) >= 2)
 
 
-def _cover(part: set[str], whole: set[str]) -> float:
+def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
+
+
+def _folder(path: str) -> str:
+    return path.rpartition("/")[0]
+
+
+def _stem(path: str) -> str:
+    """The file name less its last suffix (`.bashrc` stays whole), as PurePosixPath.stem."""
+    name = path.rpartition("/")[2]
+    stem, dot, _ = name.rpartition(".")
+    return stem if dot and stem.strip(".") else name
+
+
+_TIER_INDEX = {t: i for i, t in enumerate(TIERS)}
+_COLUMNS = {f: i for i, f in enumerate((*BASE_FEATURES, *QUESTION_FEATURES))}
+_CROSSED_COLUMNS = [_COLUMNS[f] for f in CROSSED]
 
 
 def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tuple[str, str]], list[list[float]]]:
@@ -81,42 +99,44 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         by_file.setdefault((c.root, c.chunk.path), []).append(c)
     languages = Counter(c.chunk.language for c in candidates[:30] if c.chunk.language not in PROSE_LANGUAGES)
     majority = languages.most_common(1)[0][0] if languages else ""
-    order = sorted(by_file, key=lambda k: -max(c.score for c in by_file[k]))
+    best_score = {k: max(c.score for c in chunks) for k, chunks in by_file.items()}
+    order = sorted(by_file, key=lambda k: -best_score[k])
     place = {k: i for i, k in enumerate(order)}
-    best_rel = {k: max(c.score for c in by_file[k]) / top for k in order}
     head_folders: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for k in order[:5]:
-        head_folders.setdefault((k[0], str(PurePosixPath(k[1]).parent)), []).append(k)
+        head_folders.setdefault((k[0], _folder(k[1])), []).append(k)
     keys, rows = [], []
     for key, chunks in by_file.items():
         path = key[1]
         scores = sorted((c.score for c in chunks), reverse=True) + [0.0, 0.0]
         best = max(chunks, key=lambda c: c.score)
-        pure = PurePosixPath(path)
-        path_words = _words(" ".join(pure.parts))
-        stem_words = _words(pure.stem)
-        symbol_cover = max((_cover(_words(c.chunk.symbol.rsplit(".", 1)[-1]), qwords)
-                            for c in chunks if c.chunk.symbol), default=0.0)
-        exact = is_identifier and (pure.stem.lower() == name or any(
-            c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1].lower() == name for c in chunks))
-        base = {
-            "best_rel": scores[0] / top, "second_rel": scores[1] / top, "third_rel": scores[2] / top,
-            "file_rank_inv": 1.0 / (1 + place[key]), "chunks_log": math.log1p(len(chunks)),
-            **{f"tier_{t}": max((1.0 / c.ranks[t] for c in chunks if c.ranks.get(t)), default=0.0) for t in TIERS},
-            "test": float(is_test_chunk(path, best.chunk.symbol, best.chunk.language)),
-            "prose": float(best.chunk.language in PROSE_LANGUAGES),
-            "aside": float(bool(_ASIDE.search(path))),
-            "minority_lang": float(bool(majority) and best.chunk.language != majority),
-            "depth_log": math.log1p(len(pure.parts) - 1),
-            "path_cover": _cover(qwords, path_words), "stem_cover": _cover(stem_words, qwords),
-            "symbol_cover": symbol_cover, "exact_name": float(exact),
-            "folder_head": max((best_rel[k] for k in head_folders.get((key[0], str(pure.parent)), []) if k != key),
-                               default=0.0),
-            "q_short": short, "q_long": long, "q_identifier": float(is_identifier),
-        }
-        row = [base[f] for f in (*BASE_FEATURES, *QUESTION_FEATURES)]
-        row += [base[f] * short for f in CROSSED]
-        row += [base[f] * long for f in CROSSED]
+        tiers = [0.0] * len(TIERS)
+        symbol_cover, exact = 0.0, False
+        for c in chunks:
+            for tier, rank in c.ranks.items():
+                i = _TIER_INDEX.get(tier)
+                if i is not None and rank and 1.0 / rank > tiers[i]:
+                    tiers[i] = 1.0 / rank
+            if c.chunk.symbol:
+                last = c.chunk.symbol.rsplit(".", 1)[-1]
+                symbol_cover = max(symbol_cover, _cover(_words(last), qwords))
+                exact = exact or (is_identifier and last.lower() == name)
+        stem = _stem(path)
+        exact = exact or (is_identifier and stem.lower() == name)
+        row = [scores[0] / top, scores[1] / top, scores[2] / top, 1.0 / (1 + place[key]), math.log1p(len(chunks)),
+               *tiers,
+               float(is_test_chunk(path, best.chunk.symbol, best.chunk.language)),
+               float(best.chunk.language in PROSE_LANGUAGES),
+               float(bool(_ASIDE.search(path))),
+               float(bool(majority) and best.chunk.language != majority),
+               math.log1p(path.count("/")),
+               _cover(qwords, _words(path.replace("/", " "))), _cover(_words(stem), qwords),
+               symbol_cover, float(exact),
+               max((best_score[k] / top for k in head_folders.get((key[0], _folder(path)), []) if k != key),
+                   default=0.0),
+               short, long, float(is_identifier)]
+        row += [row[i] * short for i in _CROSSED_COLUMNS]
+        row += [row[i] * long for i in _CROSSED_COLUMNS]
         keys.append(key)
         rows.append(row)
     return keys, rows
