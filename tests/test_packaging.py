@@ -36,3 +36,4 @@ def test_the_wheel_installs_only_the_mcp_retrieval_package(tmp_path):
     assert {t for t in tops if not t.endswith(".dist-info")} == {"mcp_retrieval"}
     names = zipfile.ZipFile(wheel).namelist()
     assert "mcp_retrieval/prompts/context.txt" in names and "mcp_retrieval/indexers/queries/python.scm" in names
+    assert "mcp_retrieval/weights/file_ranker.json" in names  # the learned file ranker ships with the code
