@@ -1,7 +1,8 @@
 """Configuration, resolved argument > environment > default (and written down once, here).
 
 Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
-cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default, or `none` for lexical only),
+cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default; `static` for the distilled token table of
+`indexers.static`, vectors in seconds; `none` for lexical only),
 MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
 MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
 `indexers.embed`), MCP_RETRIEVAL_FILE_RANKER (`learned` default; `hand` orders `packet`'s files
@@ -40,7 +41,7 @@ class Config:
     root: Path
     index_dir: Path
     cache_dir: Path
-    embedder: str = "minilm"  # minilm | none
+    embedder: str = "minilm"  # minilm | static | none (| hash, for tests)
     cross_encoder_dir: Path | None = None
     # retrieval
     pool_size: int = 60

@@ -99,6 +99,13 @@ class Engine:
         if self.config.embedder == "hash":  # meaning-free vectors for tests and crash drills
             from mcp_retrieval.indexers.embed import HashEmbedder
             return HashEmbedder()
+        if self.config.embedder == "static":  # a token table distilled from MiniLM: no transformer at run time
+            from mcp_retrieval.indexers.static import StaticEmbedder
+            try:
+                return StaticEmbedder()
+            except ModelUnavailable as exc:
+                log.warning("static embedding model unavailable (%s): answering from the lexical index only", exc)
+                return None
         try:
             return MiniLMEmbedder(self.config.cache_dir)
         except (ModelUnavailable, ImportError, OSError, ValueError) as exc:

@@ -29,11 +29,10 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_retrieval.bench.commits import _NOT_A_FIX, source_files
+from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
 from mcp_retrieval.stages import StageLog
 
 MIN_MESSAGE_CHARS = 30
-MAX_GOLD_FILES = 3
 _NOT_DESCRIPTIVE = re.compile(r"(?i)^(bump|release|prepare|version|v?\d+\.\d+|chore\(deps|update (changelog|deps|"
                               r"dependenc)|merge|format|lint|style:|changelog)")
 
@@ -44,26 +43,8 @@ def evaluation_repos(path: Path) -> set[str]:
 
 def described_commits(git_dir: Path, limit: int, scan: int = 3000):
     """(sha, parent, message, modified source files) of the newest `limit` describing commits."""
-    from mcp_retrieval.bench.commits import _git
-
-    log = _git(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
-               "--name-status", "HEAD")
-    found = 0
-    for record in log.split("\x1e")[1:]:
-        head, message, status = (record.split("\x1f") + ["", ""])[:3]
-        shas, message = head.split(), message.strip()
-        if len(shas) != 2 or len(message) < MIN_MESSAGE_CHARS or _NOT_A_FIX.search(message) \
-                or _NOT_DESCRIPTIVE.search(message):
-            continue
-        changes = [line.split("\t") for line in status.strip().splitlines()]
-        gold = source_files([c[1] for c in changes if c[0] == "M"])
-        added = source_files([c[-1] for c in changes if c[0][:1] in ("A", "D", "R")])
-        if not gold or len(gold) > MAX_GOLD_FILES or added:
-            continue
-        yield shas[0], shas[1], message[:4000], gold
-        found += 1
-        if found >= limit:
-            return
+    return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and not _NOT_A_FIX.search(m)
+                          and not _NOT_DESCRIPTIVE.search(m), new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
 def pool_record(engine, query: str) -> dict:

@@ -24,6 +24,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for
@@ -46,26 +47,34 @@ def _git(git_dir: Path, *args: str) -> str:
                           errors="replace").stdout
 
 
-def fix_commits(git_dir: Path, limit: int, scan: int = 4000):
-    """(sha, parent, message, changed source files) of the newest `limit` fix commits."""
+def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str], bool],
+                   new_file_statuses: tuple[str, ...] = ("A", "D"), max_message: int | None = None):
+    """(sha, parent, message, modified source files) of the newest `limit` first-parent, non-merge
+    commits whose (stripped) message `accept`s and that modify one to MAX_GOLD_FILES source files
+    existing before, none of a status in `new_file_statuses` (an added or deleted source file)."""
     log = _git(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
                "--name-status", "HEAD")
     found = 0
     for record in log.split("\x1e")[1:]:
         head, message, status = (record.split("\x1f") + ["", ""])[:3]
-        shas = head.split()
-        if len(shas) != 2 or len(message.strip()) < MIN_MESSAGE_CHARS or not FIX.search(message) \
-                or _NOT_A_FIX.search(message):
+        shas, message = head.split(), message.strip()
+        if len(shas) != 2 or not accept(message):
             continue
         changes = [line.split("\t") for line in status.strip().splitlines()]  # status, path[, new path]
         gold = source_files([c[1] for c in changes if c[0] == "M"])
-        added = source_files([c[-1] for c in changes if c[0][:1] in ("A", "D")])
+        added = source_files([c[-1] for c in changes if c[0][:1] in new_file_statuses])
         if not gold or len(gold) > MAX_GOLD_FILES or added:
-            continue  # nothing to find, a sweep, or a fix that adds or deletes source files
-        yield shas[0], shas[1], message.strip(), gold
+            continue  # nothing to find, a sweep, or a change that adds or deletes source files
+        yield shas[0], shas[1], message[:max_message] if max_message else message, gold
         found += 1
         if found >= limit:
             return
+
+
+def fix_commits(git_dir: Path, limit: int, scan: int = 4000):
+    """(sha, parent, message, changed source files) of the newest `limit` fix commits."""
+    return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and bool(FIX.search(m))
+                          and not _NOT_A_FIX.search(m))
 
 
 def main(argv: list[str]) -> int:

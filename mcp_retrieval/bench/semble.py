@@ -1,7 +1,8 @@
 """The peer benchmark of everyday questions: semble's code-search annotations, semble's metric.
 
     python -m mcp_retrieval.bench semble --data ../shared/eval/semble_dev \\
-        --mirrors /work/.mirror --work /tmp/semble-work [--vectors] [--only chi,click] [--out rows.jsonl]
+        --mirrors /work/.mirror --work /tmp/semble-work [--vectors [--embedder minilm|static]] [--only chi,click] \\
+        [--out rows.jsonl]
 
 Each repository of `repos.json` is put at its pinned revision from its git directory under
 `--mirrors` (`owner+name/repo`, as the fetch tool lays them out; when the pinned revision is not
@@ -62,7 +63,7 @@ def ndcg10(results: list[tuple[str, int, int]], targets: list[tuple[str, int | N
     return dcg / ideal
 
 
-def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool):
+def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: str = "minilm"):
     from mcp_retrieval.bench.checkout import checkout
     from mcp_retrieval.config import Config
     from mcp_retrieval.engine import Engine
@@ -79,8 +80,9 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool):
     tree = work / "trees" / repo["name"]
     checkout(git_dir, revision, tree)
     root = tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree
-    cfg = Config.resolve(root, work / ("index-vec" if vectors else "index") / repo["name"], persist_sessions=False,
-                         embedder="minilm" if vectors else "none")
+    embedder = embedder if vectors else "none"
+    folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
+    cfg = Config.resolve(root, work / folder / repo["name"], persist_sessions=False, embedder=embedder)
     cfg.cache_dir = work / "cache"
     engine = Engine(cfg)
     t0 = time.perf_counter()
@@ -90,8 +92,9 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool):
     return (engine, time.perf_counter() - t0), note
 
 
-def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors: bool) -> dict:
-    opened, note = _open_repo(repo, mirrors, work, vectors)
+def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors: bool,
+             embedder: str = "minilm") -> dict:
+    opened, note = _open_repo(repo, mirrors, work, vectors, embedder)
     if opened is None:
         return {"name": repo["name"], "language": repo["language"], "skipped": note}
     engine, index_s = opened
@@ -155,6 +158,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mirrors", default="/work/.mirror", help="folder of owner+name/repo git directories")
     ap.add_argument("--work", default="/tmp/mcp-retrieval-semble")
     ap.add_argument("--vectors", action="store_true", help="with the dense tier (embeds every chunk first)")
+    ap.add_argument("--embedder", default="minilm", choices=["minilm", "static"], help="the dense tier's model")
     ap.add_argument("--only", default=None, help="comma-separated repository names")
     ap.add_argument("--out", default=None, help="per-query results as JSON lines")
     args = ap.parse_args(argv)
@@ -167,7 +171,7 @@ def main(argv: list[str]) -> int:
     results = []
     for repo in repos:
         queries = json.loads((data / "annotations" / f"{repo['name']}.json").read_text())
-        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors)
+        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors, args.embedder)
         results.append(result)
         if "rows" in result:
             print(f"{repo['name']}: {statistics.mean(x['ndcg10'] for x in result['rows']):.3f} "

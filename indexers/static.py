@@ -1,0 +1,78 @@
+"""A static embedding model: a token table distilled from all-MiniLM-L6-v2 (training/distill_static.py).
+
+A text's vector is the normalised mean of its WordPiece tokens' rows: no transformer runs at
+index or query time, so a repository gets vectors in seconds instead of minutes (two cores),
+in numpy only. Identifiers are split into their parts before tokenizing (`getHTTPResponse`,
+`parse_url` -> `get HTTP Response`, `parse url`): WordPiece alone cuts code names at arbitrary
+places. The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`, float16) and
+its sha256 is checked at load. Selected with `MCP_RETRIEVAL_EMBEDDER=static`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Sequence
+from importlib import resources
+
+import numpy as np
+
+from mcp_retrieval.indexers.embed import ModelUnavailable, tokenizer_dir
+
+TABLE_FILE = "static_minilm.npz"
+TABLE_SHA256 = "eef881e08b7b99ddf32c220a654ccfaccedf285cc6067c54af317705326660da"  # training/distill_static.py
+MODEL_ID = "static-minilm-1"
+MAX_TOKENS = 512  # what is read of a chunk: the table costs nothing per token, but a chunk's head says most
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def split_identifiers(text: str) -> str:
+    return _CAMEL.sub(" ", text).replace("_", " ")
+
+
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def tokenize_batch(texts: Sequence[str]) -> list[list[int]]:
+    """Token ids of each text (identifiers split, no special tokens), at most MAX_TOKENS each."""
+    encodings = _tokenizer().encode_batch([split_identifiers(t) for t in texts], add_special_tokens=False)
+    return [e.ids[:MAX_TOKENS] for e in encodings]
+
+
+class StaticEmbedder:
+    model_id = MODEL_ID
+
+    def __init__(self):
+        try:
+            data = resources.files("mcp_retrieval.weights").joinpath(TABLE_FILE).read_bytes()
+        except (OSError, ModuleNotFoundError) as exc:
+            raise ModelUnavailable(f"static embedding table missing ({exc})") from exc
+        if TABLE_SHA256 != hashlib.sha256(data).hexdigest():
+            raise ModelUnavailable("static embedding table does not match its pinned sha256")
+        import io
+
+        with np.load(io.BytesIO(data)) as npz:
+            self.table = npz["table"].astype(np.float32)
+        self.dim = self.table.shape[1]
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        for row, ids in enumerate(tokenize_batch(texts)):
+            if ids:
+                out[row] = self.table[ids].mean(axis=0)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        return out / np.where(norms > 0, norms, 1.0)
+
+    def forget_questions(self) -> None:
+        """Nothing is cached per question (the MiniLM embedder's interface)."""
+
+    def release(self) -> None:
+        """Nothing to release: the table is the model."""

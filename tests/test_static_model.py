@@ -1,0 +1,45 @@
+"""The static embedding model: the shipped token table loads (sha256 checked), splits identifiers,
+places a question nearer its code than unrelated code, and serves as the dense tier of a real index."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mcp_retrieval import Config, Engine
+from mcp_retrieval.indexers import static
+from mcp_retrieval.indexers.embed import ModelUnavailable
+from mcp_retrieval.workspace import Workspace
+
+
+def test_identifiers_are_split_into_their_parts():
+    assert static.split_identifiers("getHTTPResponse parse_url") == "get HTTP Response parse url"
+
+
+def test_a_question_is_nearer_its_code_than_other_code():
+    model = static.StaticEmbedder()
+    q = model.embed(["retry with exponential backoff"])
+    code = model.embed(["def backoff_delay(retries):\n    return 2 ** retries  # exponential retry backoff",
+                        "def render_table(rows):\n    return '\\n'.join(map(str, rows))"])
+    assert q.shape == (1, model.dim) and np.allclose(np.linalg.norm(code, axis=1), 1.0, atol=1e-3)
+    assert (q @ code.T)[0, 0] > (q @ code.T)[0, 1]
+
+
+def test_a_table_that_does_not_match_its_pin_is_refused(monkeypatch):
+    monkeypatch.setattr(static, "TABLE_SHA256", "0" * 64)
+    with pytest.raises(ModelUnavailable):
+        static.StaticEmbedder()
+
+
+def test_the_static_model_is_a_dense_tier(workspace, tmp_path):
+    config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="static")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config)
+    try:
+        engine.reindex()
+        assert engine.status().vectors_pending == 0 and engine.embedder.model_id == static.MODEL_ID
+        result = Workspace.single(engine).packet("how is the price of the cart computed", debug=True)
+        dense = next(s for s in result.debug.stages if s.name == "dense")
+        assert dense.status == "done" and result.items
+    finally:
+        engine.close()
