@@ -215,8 +215,11 @@ def _refund_and_report(engine, refund_source: str) -> None:
 
 def _first_file_with(engine, tier: str, weight: float, question: str):
     """`packet`'s first file with `tier` at `weight`, and the tiers that found the refund module.
-    The title's own vector tier is off: the hash embedder's vectors carry no meaning."""
+    The title's own vector tier is off: the hash embedder's vectors carry no meaning. Files are
+    ordered by the hand-set file score, so that the chunk ranking these tiers feed decides alone
+    (the learned file ranker can put the right file first without them on these small fixtures)."""
     engine.config.tier_weights["dense_title"] = 0.0
+    engine.config.file_ranker = False
     engine.config.tier_weights[tier] = weight
     items = Workspace.single(engine).packet(question, debug=True).items
     return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
