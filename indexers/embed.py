@@ -265,7 +265,8 @@ class EmbeddingCache:
         try:
             yield
         except BaseException:
-            self._db.execute("ROLLBACK")
+            if self._db.in_transaction:  # not after SQLite ended it itself (disk full): keep the real error
+                self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
 

@@ -154,7 +154,8 @@ class Store:
                                 [(r.path, r.size, r.mtime_ns, r.sha256, lang, now) for r, lang in records])
                 cur.execute("COMMIT")
             except BaseException:
-                cur.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite ends it itself on some errors (disk full):
+                    cur.execute("ROLLBACK")  # a second ROLLBACK would hide the real cause
                 raise
             finally:
                 self._counts = None

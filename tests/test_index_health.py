@@ -110,3 +110,23 @@ def test_an_intact_index_reports_no_repair(indexed):
         assert engine.status().repairs is None
     finally:
         engine.close()
+
+
+def test_a_full_disk_is_named_as_such_and_the_store_stays_usable(indexed):
+    """SQLite ends the transaction itself on SQLITE_FULL; the error must say so (it used to read
+    `cannot rollback - no transaction is active`). `max_page_count` stands in for a full disk."""
+    import sqlite3
+
+    config, expected = indexed
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        pages = engine.store.query("PRAGMA page_count")[0][0]
+        engine.store.query(f"PRAGMA max_page_count = {pages}")
+        (config.root / "src" / "big.py").write_text("".join(f"def f{i}():\n    return {i}\n\n" for i in range(3000)))
+        with pytest.raises(sqlite3.OperationalError, match="full"):
+            engine.indexer.sync()
+        engine.store.query("PRAGMA max_page_count = 1073741823")
+        engine.reindex()
+        assert top_file(engine) == expected and engine.store.file("src/big.py") is not None
+    finally:
+        engine.close()
