@@ -34,6 +34,33 @@ def make_workspace(dest: Path) -> Path:
     return dest
 
 
+@pytest.fixture(autouse=True)
+def no_stage_raises(request, monkeypatch):
+    """A pipeline stage that raises is recorded as `error` and its input passes through, so an
+    answer never fails: in a test that would hide a bug. Every test fails if a stage raised,
+    unless it is marked `stage_errors_expected` (it provokes one on purpose)."""
+    from contextlib import contextmanager
+
+    from mcp_retrieval.stages import StageLog
+
+    raised: list[str] = []
+    original = StageLog.run
+
+    @contextmanager
+    def run(self, name: str):
+        with original(self, name) as record:
+            try:
+                yield record
+            except Exception as exc:
+                raised.append(f"{name}: {type(exc).__name__}: {exc}")
+                raise
+
+    monkeypatch.setattr(StageLog, "run", run)
+    yield
+    if raised and not request.node.get_closest_marker("stage_errors_expected"):
+        pytest.fail("a pipeline stage raised: " + "; ".join(raised[:3]))
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     return make_workspace(tmp_path / "ws")

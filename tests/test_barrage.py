@@ -1,6 +1,7 @@
 """A barrage of malformed calls through the MCP layer: each gets a result or an explained error,
 nothing outside the root leaks, and the index still answers correctly afterwards."""
 
+import pytest
 import anyio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -8,6 +9,8 @@ from mcp import Client
 
 from mcp_retrieval.server import build_server
 from mcp_retrieval.workspace import Workspace
+
+pytestmark = pytest.mark.slow  # servers, subprocesses or builds: left out of `-m 'not slow'`
 
 BAD_VALUES = ["", " ", "\x00", "\x00" * 50, "a" * 1_000_000, "\ud800", "../../etc/passwd", "/etc/passwd", -1, 0,
               10**12, -(10**12), 3.5, None, True, [], {}, ["x"] * 5, {"a": 1}, "🙂" * 1000]

@@ -11,6 +11,8 @@ import pytest
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.cli import build_parser
 
+pytestmark = pytest.mark.slow  # servers, subprocesses or builds: left out of `-m 'not slow'`
+
 README = (Path(__file__).resolve().parent.parent / "README.md").read_text()
 
 

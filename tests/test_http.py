@@ -13,6 +13,8 @@ import pytest
 from mcp import Client
 from mcp.client.sse import sse_client
 
+pytestmark = pytest.mark.slow  # servers, subprocesses or builds: left out of `-m 'not slow'`
+
 
 def free_port() -> int:
     with socket.socket() as s:

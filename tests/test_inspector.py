@@ -19,8 +19,8 @@ CANDIDATES = [os.environ.get("MCP_INSPECTOR", ""),
               str(Path(__file__).resolve().parent.parent / ".ci" / "node" / "node_modules" / ".bin" / "mcp-inspector"),
               shutil.which("mcp-inspector") or ""]
 INSPECTOR = next((c for c in CANDIDATES if c and Path(c).exists()), None)
-pytestmark = pytest.mark.skipif(INSPECTOR is None, reason="MCP Inspector not installed (npm install "
-                                                           "@modelcontextprotocol/inspector)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(INSPECTOR is None, reason="MCP Inspector not installed (npm install "
+                                                           "@modelcontextprotocol/inspector)")]
 
 
 def inspect(*args, env_extra=()):

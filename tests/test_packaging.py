@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # servers, subprocesses or builds: left out of `-m 'not slow'`
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -15,7 +15,7 @@ from tests.test_shared_index import MOTO, aws, engine_for, free_port, git, make_
 from tests.test_http import wait_for_port
 from mcp_retrieval.shared_index import publish
 
-pytestmark = pytest.mark.skipif(not os.path.exists(MOTO), reason="moto[server] is not installed (test extras)")
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists(MOTO), reason="moto[server] is not installed (test extras)")]
 
 
 def publish_two_repos(workspace, tmp_path, url):

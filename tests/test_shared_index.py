@@ -19,7 +19,7 @@ from mcp_retrieval.workspace import Workspace
 
 _VENV_MOTO = Path(sys.executable).parent / "moto_server"  # this environment's, not a shim on PATH
 MOTO = str(_VENV_MOTO) if _VENV_MOTO.exists() else (shutil.which("moto_server") or str(_VENV_MOTO))
-pytestmark = [pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed"),
               pytest.mark.skipif(not Path(MOTO).exists(), reason="moto[server] is not installed (test extras)")]
 
 

@@ -12,6 +12,8 @@ import pytest
 
 from mcp_retrieval.wire import without_lone_surrogates
 
+pytestmark = pytest.mark.slow  # servers, subprocesses or builds: left out of `-m 'not slow'`
+
 
 def test_lone_surrogates_become_replacement_characters_and_pairs_stay():
     fixed = without_lone_surrogates('{"q": "\\ud800 x \\udc00", "ok": "\\ud83d\\ude00"}')
