@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import re
 import typing
 from pathlib import Path
@@ -48,6 +50,7 @@ def served_tools(engine) -> dict:
     return anyio.run(go)
 
 
+@pytest.mark.slow
 def test_every_tool_argument_and_result_field_is_documented_and_nothing_else(engine):
     tools = served_tools(engine)
     assert set(tools) == {"context", "packet", "query_graph", "reindex"}

@@ -53,6 +53,7 @@ def make_big_workspace(root, n_files=400):
         (pkg / f"mod{i}.py").write_text(body)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_an_indexer_killed_at_any_moment_leaves_an_index_that_answers_and_completes(tmp_path):
     root = tmp_path / "big"

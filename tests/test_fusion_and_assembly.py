@@ -1,3 +1,4 @@
+import pytest
 import random
 from dataclasses import replace
 
@@ -54,6 +55,7 @@ layouts = st.builds(Layout, seat_floor=st.integers(0, 5), max_share=st.floats(0.
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(texts, st.floats(0.01, 1.0)), min_size=1, max_size=30),
        st.integers(40, 9000), st.integers(1, 64), st.sets(st.integers(0, 29), max_size=10), st.booleans(), layouts)
+@pytest.mark.slow
 def test_the_rendered_window_never_exceeds_the_budget(specs, budget, max_chunks, delivered_idx, with_terms, layout):
     candidates = []
     for i, ((lines, word), score) in enumerate(specs):

@@ -82,6 +82,7 @@ def test_a_repository_config_key_that_runs_a_program_runs_nothing(tmp_path, key,
     assert not marker.exists(), f"{key} ran a program from the repository's config"
 
 
+@pytest.mark.slow
 def test_the_index_command_end_to_end_leaves_fsmonitor_unrun(tmp_path):
     repo, marker = hostile_repo(tmp_path, "core.fsmonitor", "{cmd}; echo")
     # the reproduction of the hardening issue: a plain `git ls-files` in this repository does run it

@@ -1,3 +1,4 @@
+import pytest
 from mcp_retrieval.classify import classify
 from mcp_retrieval.extract import extract
 from mcp_retrieval.understand import deterministic
@@ -125,6 +126,7 @@ def test_a_definition_the_question_names_leads_its_named_files_path_hits(engine)
     assert "close_books" not in symbols({chunks["close_books"]: retrieve.NAMED_MIN / 2})  # a weak name: no seat
 
 
+@pytest.mark.slow
 def test_extraction_reads_long_lines_without_spaces_in_linear_time():
     # Unbounded, the path patterns backtracked over the whole line from every `/` or `-`: these
     # 120,000-character lines took minutes. Bounded, the suite does not notice them, and a path in

@@ -16,6 +16,8 @@ from mcp_types import CreateMessageResult, ErrorData, TextContent
 
 from mcp_retrieval.sampling import SamplingAsk, SamplingPlanner, SamplingReplyError, parse_reply
 
+pytestmark = pytest.mark.slow  # hosts that answer late or never: seconds each
+
 GOOD = json.dumps({"rewrite": "apply_discount percentage cart total", "sub_queries": ["discount percent"],
                    "filters": {"path_prefix": "src/shop"}, "is_ambiguous": False})
 

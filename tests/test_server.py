@@ -70,6 +70,7 @@ def test_reindex_and_query_graph_tools_return_structured_results(engine):
     run(go)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_the_server_runs_over_stdio_as_a_subprocess(workspace, tmp_path):
     env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none"}

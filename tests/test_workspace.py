@@ -132,6 +132,7 @@ def test_the_graph_crosses_into_another_root_where_code_imports_it(tmp_path, mon
         ws.close()
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_started_without_roots_the_server_follows_the_clients_roots_over_stdio(workspace, tmp_path):
     import os
