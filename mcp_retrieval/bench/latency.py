@@ -24,6 +24,7 @@ from pathlib import Path
 from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.bench.ab import Switch
 from mcp_retrieval.bench.checkout import open_instance
+from mcp_retrieval.workspace import Workspace
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -52,7 +53,8 @@ def main(argv: list[str]) -> int:
         ap.error(f"no instances of {name} in {args.instances}")
     engine, _, _, _ = open_instance(rows[-1], {name: git_dir}, Path(args.work), {}, no_dense=args.no_dense,
                                     max_priority=0 if args.dense_code_only else None)
-    call = engine.packet if args.tool == "packet" else engine.context
+    workspace = Workspace.single(engine)
+    call = workspace.packet if args.tool == "packet" else workspace.context
     questions = [r["problem_statement"] for r in rows]
     for q in questions[:3]:
         call(q)
