@@ -149,8 +149,12 @@ class SessionRegister:
                 data = {k: [t, list(seen)] for k, (t, seen) in self._sessions.items()}
                 self._saved_at = time.monotonic()
             tmp = self.persist_path.with_suffix(f".{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.persist_path)  # atomic: a crash leaves the old file
+            try:
+                tmp.write_text(json.dumps(data))
+                os.replace(tmp, self.persist_path)  # atomic: a crash leaves the old file
+            except OSError:
+                tmp.unlink(missing_ok=True)  # a half-written copy (disk full) is no one's
+                raise
         except OSError as exc:
             log.warning("could not persist sessions: %s", exc)
         finally:

@@ -97,3 +97,25 @@ def test_remembered_texts_are_bounded_per_session_and_go_with_the_session():
     reg.record("b", ["x"])
     reg.record("c", ["x"])  # "a" leaves the LRU, and its texts with it
     assert reg.earlier_texts("a") == {}
+
+
+def test_a_full_disk_leaves_the_saved_register_and_no_temporary_file(tmp_path, monkeypatch):
+    import errno
+    from pathlib import Path
+
+    path = tmp_path / "sessions.json"
+    reg = SessionRegister(persist_path=path)
+    reg.record("s", ["c1"])
+    reg.save()
+    real_write = Path.write_text
+
+    def full(self, text, *args, **kwargs):
+        real_write(self, text[: len(text) // 2], *args, **kwargs)  # half of it reached the disk
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    reg.record("s", ["c2"])
+    reg.save()  # warns, never raises
+    monkeypatch.undo()
+    assert not list(tmp_path.glob("sessions*.tmp"))
+    assert SessionRegister(persist_path=path).delivered("s") == {"c1"}
