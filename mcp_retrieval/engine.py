@@ -8,6 +8,7 @@ the background (vectors fill in behind lexical; the watcher feeds `notify_change
 
 from __future__ import annotations
 
+import errno
 import logging
 import sqlite3
 import threading
@@ -196,6 +197,11 @@ class Engine:
                 raise BadRequest(f"{exc}; retry when it finishes") from exc
             except FileNotFoundError as exc:
                 raise BadRequest(str(exc)) from exc
+            except (OSError, sqlite3.Error, ValueError) as exc:
+                if (cause := storage_failure(exc)) is None:
+                    raise
+                raise BadRequest(f"{cause} at {self.config.index_dir}: fix that, then reindex (what was "
+                                 f"committed before stays; the next run redoes the rest)") from exc
             finally:
                 self.indexing = False
             self.pending_paths.difference_update(paths or list(self.pending_paths))
@@ -417,6 +423,29 @@ class Engine:
         return Debug(rewrite=rewrite, candidate_pool=ranked.pool_size, graph_added=ranked.graph_added,
                      reranker=ranked.reranker, assembled_tokens=tokens, query_class=ranked.qclass.name,
                      anchors=ranked.anchors.as_dict(), stages=stages.stages)
+
+
+_STORAGE_CAUSES = ((errno.ENOSPC, "no space left on the device holding the index"),
+                   (errno.EDQUOT, "the disk quota of the index is used up"),
+                   (errno.EROFS, "the index is on a read-only file system"),
+                   (errno.EACCES, "permission denied writing the index"))
+_STORAGE_WORDS = (("disk is full", "no space left on the device holding the index"),
+                  ("no space left", "no space left on the device holding the index"),
+                  ("index writer was killed", "the lexical index's writer failed (often a full disk)"),
+                  ("read-only", "the index is on a read-only file system"),
+                  ("permission denied", "permission denied writing the index"))
+
+
+def storage_failure(exc: BaseException) -> str | None:
+    """What a failed index write says about the storage under it (full, read-only, no permission),
+    from the errno or, for SQLite and Tantivy, which wrap it, from their message; None otherwise."""
+    for e in (exc, exc.__cause__, exc.__context__):
+        if isinstance(e, OSError) and e.errno is not None:
+            for code, cause in _STORAGE_CAUSES:
+                if e.errno == code:
+                    return cause
+    text = str(exc).lower()
+    return next((cause for words, cause in _STORAGE_WORDS if words in text), None)
 
 
 def _relative_ref(ref: str, root: Path) -> str | None:

@@ -10,6 +10,7 @@ import os
 import pytest
 
 from mcp_retrieval import Engine
+from mcp_retrieval.validate import BadRequest
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.workspace import Workspace
 
@@ -125,8 +126,24 @@ def test_a_full_disk_is_named_as_such_and_the_store_stays_usable(indexed):
         (config.root / "src" / "big.py").write_text("".join(f"def f{i}():\n    return {i}\n\n" for i in range(3000)))
         with pytest.raises(sqlite3.OperationalError, match="full"):
             engine.indexer.sync()
+        with pytest.raises(BadRequest, match="no space left on the device holding the index"):
+            engine.reindex()  # what the reindex tool and `mcp-retrieval index` say
         engine.store.query("PRAGMA max_page_count = 1073741823")
         engine.reindex()
         assert top_file(engine) == expected and engine.store.file("src/big.py") is not None
     finally:
         engine.close()
+
+
+def test_storage_failures_are_named_by_their_cause():
+    import errno
+    import sqlite3
+
+    from mcp_retrieval.engine import storage_failure
+
+    assert storage_failure(OSError(errno.ENOSPC, "x")).startswith("no space left")
+    assert storage_failure(OSError(errno.EROFS, "x")).endswith("read-only file system")
+    assert storage_failure(OSError(errno.EACCES, "x")).startswith("permission denied")
+    assert storage_failure(sqlite3.OperationalError("database or disk is full")).startswith("no space left")
+    assert storage_failure(ValueError("An index writer was killed.")).startswith("the lexical index's writer")
+    assert storage_failure(ValueError("some other fault")) is None
