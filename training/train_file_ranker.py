@@ -41,10 +41,10 @@ STEPS = 400
 LEARNING_RATE = 0.05
 NEGATIVES = 40  # per question: the first files of the pool that do not answer it
 VERSION = "1"
-TEMPERATURES = (1.0, 3.0, 10.0, 30.0)
+TEMPERATURES = (1.0, 3.0, 10.0, 30.0)  # candidates for FileRanker.temperature, chosen by the folds
 # A question's weight in the loss by source (absent: 1). Tried: the dev files' kinds at 3 against
 # the mined commits; no fold figure moved past one question, so every question counts alike.
-SOURCE_WEIGHT: dict[str, float] = {}  # candidates for FileRanker.temperature, chosen by the folds
+SOURCE_WEIGHT: dict[str, float] = {}
 
 
 def candidates(record: dict) -> list[Candidate]:
