@@ -3,6 +3,7 @@ answer in their repository) versus off-topic questions (which have none), per re
 
     python -m mcp_retrieval.bench calibrate --instances ../shared/eval/swebench_dev.jsonl \\
         --work /tmp/swebench-work
+    python -m mcp_retrieval.bench calibrate --semble ../shared/eval/semble_dev --work /tmp/semble-work
 
 Uses the indexes a `swebench` run left in `--work` (each repository at its last dev commit).
 Prints, for each group, the evidence values and how many `decide` turns into know or miss.
@@ -19,6 +20,8 @@ from mcp_retrieval import decide
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 
+# 16 questions about what no code workspace holds: the first 8 since the first calibration, the
+# rest added with the semble_dev calibration (BENCHMARKS 38c)
 OFF_TOPIC = [
     "recipe for banana bread with walnuts",
     "who won the football world cup in 1998",
@@ -28,6 +31,14 @@ OFF_TOPIC = [
     "what is the capital of Mongolia",
     "best hiking trails near the lake district",
     "my cat keeps knocking cups off the table",
+    "bluetooth low energy device pairing",
+    "GPU shader compilation for the graphics pipeline",
+    "audio sample rate conversion and resampling",
+    "PDF font embedding and glyph subsetting",
+    "3D mesh triangulation and normals",
+    "payroll tax withholding calculation",
+    "genome sequence alignment scoring",
+    "spacecraft orbit propagation",
 ]
 
 
@@ -38,14 +49,37 @@ def evidence(engine: Engine, query: str) -> tuple[decide.Evidence | None, bool]:
     return engine.evidence(query, ranked, ranked.candidates), ranked.has_vectors
 
 
+def _semble_groups(data: Path, work: Path, groups: dict[str, list]) -> None:
+    """semble_dev's questions (all answerable) and the off-topic ones, over the lexical indexes
+    `bench semble` built under `work` (each repository's `benchmark_root` at its revision)."""
+    for repo in json.loads((data / "repos.json").read_text()):
+        index = work / "index" / repo["name"]
+        if not index.is_dir():
+            continue
+        tree = work / "trees" / repo["name"]
+        cfg = Config.resolve(tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree, index,
+                             persist_sessions=False, embedder="none")
+        cfg.cache_dir = work / "cache"
+        engine = Engine(cfg)
+        for q in json.loads((data / "annotations" / f"{repo['name']}.json").read_text()):
+            groups["dev"].append(evidence(engine, q["query"]))
+        for q in OFF_TOPIC:
+            groups["off_topic"].append(evidence(engine, q))
+        engine.close()
+
+
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench calibrate")
-    ap.add_argument("--instances", required=True)
+    ap.add_argument("--instances", default=None, help="SWE-bench-format questions (the dev file)")
+    ap.add_argument("--semble", default=None, help="or the semble_dev folder: its questions over the indexes "
+                                                   "`bench semble` left in --work")
     ap.add_argument("--work", required=True)
     args = ap.parse_args(argv)
-    rows = [json.loads(x) for x in Path(args.instances).read_text().splitlines() if x.strip()]
     work = Path(args.work)
     groups: dict[str, list] = {"dev": [], "off_topic": []}
+    if args.semble:
+        _semble_groups(Path(args.semble), work, groups)
+    rows = [json.loads(x) for x in Path(args.instances).read_text().splitlines() if x.strip()] if args.instances else []
     for repo in sorted({r["repo"] for r in rows}):
         slug = repo.replace("/", "__")
         if not (work / "index" / slug).is_dir():
