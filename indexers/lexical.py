@@ -22,7 +22,7 @@ from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms
 from mcp_retrieval.indexers.chunk import Chunk
 
 # Bump when `terms`/`path_terms` change what a document indexes: every file is then re-analysed once.
-# (English stems were tried in session 3 and dropped: docs/BENCHMARKS.md 8a.)
+# (English stems were tried in session 3 and dropped: docs/BENCHMARKS-history.md 8a.)
 ANALYZER_VERSION = "1"
 FIELD_BOOSTS = {"body": 1.0, "symbol": 2.0, "pathtok": 1.5}
 _WRITER_HEAP = 64_000_000

@@ -1,7 +1,7 @@
 """Give freed memory back to the OS after the few big, short-lived allocations a server makes
 (a chunk-embedding arena, the vector mirror's Arrow read, the graph build). Without this, glibc
 and Arrow's mimalloc pool keep the pages: measured on sympy, ~100 MB after loading the mirror and
-~120 MB after a bulk embedding session (docs/BENCHMARKS.md, section 2b)."""
+~120 MB after a bulk embedding session (docs/BENCHMARKS-history.md, section 2b)."""
 
 from __future__ import annotations
 

@@ -40,7 +40,7 @@ _blas_limited = False
 def one_blas_thread() -> None:
     """numpy's OpenBLAS threads spin for a while after each product; on two cores they slowed the
     question's embedding (onnxruntime, right after or beside a search) from 24 to 40 ms on sympy
-    (docs/BENCHMARKS.md 24c). The mirror's matrix-vector product needs no second thread: 1.4 ms
+    (docs/BENCHMARKS-history.md 24c). The mirror's matrix-vector product needs no second thread: 1.4 ms
     at 19k rows single-threaded, 2.0 ms with two. Process-wide, set once."""
     global _blas_limited
     if not _blas_limited:

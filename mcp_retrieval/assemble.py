@@ -84,11 +84,11 @@ class Layout:
     several files instead of one long function. `max_share`: no chunk takes more than this share of
     the budget in full, or `whole_floor` tokens if that is more (frontier: 0.6 and 1,000 — one
     1,900-token docstring chunk filled a 2k window and left out the answer a 1k window held, while
-    at 1k a whole 700-token function beats its excerpt; docs/BENCHMARKS.md 15e). `excerpt_share`:
+    at 1k a whole 700-token function beats its excerpt; docs/BENCHMARKS-history.md 15e). `excerpt_share`:
     no excerpt takes more than this share of the budget — an
     excerpt stands in for a chunk that did not fit, and a long one (the matching lines of a
     2,000-token function) would leave a tight budget no room for the next candidate, often the
-    answer whole (docs/BENCHMARKS.md 11a). `tight_window`, `code_share`: in a window of at most
+    answer whole (docs/BENCHMARKS-history.md 11a). `tight_window`, `code_share`: in a window of at most
     `tight_window` tokens a chunk over `code_share` of the budget comes as its code only, even when
     it fits whole, if that leaves out at least half of it — at 1k the first chunk is often an
     entry point whose docstring fills the window before the function the fix changes (BENCHMARKS

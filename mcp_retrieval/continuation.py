@@ -9,7 +9,7 @@ assembler then shows the whole definition when the budget has room, and otherwis
 candidate as before. Definitions bigger than MAX_SHARE of the budget are left alone — a
 500-line docstring-heavy entry point (`latex`, `lambdify`) would fill the window with prose, and
 in a wide window a long constructor brought whole by its pieces (weak ones among them, each at
-SHARE of the best) pushes the other files' candidates out (docs/BENCHMARKS.md 33f, 35d).
+SHARE of the best) pushes the other files' candidates out (docs/BENCHMARKS-history.md 33f, 35d).
 
 Pure but for the `pieces_of` callback, which reads a file's stored chunks.
 """
@@ -25,7 +25,7 @@ HEAD = 12  # pieces among the first this many candidates bring their siblings
 SHARE = 0.9  # a sibling piece ranks at this share of the piece that brought it
 MAX_SHARE = 0.4  # the whole definition must cost at most this share of the budget (0.5 until 33f, 0.3 until 35d)
 ADJACENT = 2  # pieces of one definition follow each other within this many lines
-CONTINUATIONS = True  # the switch (docs/BENCHMARKS.md 22)
+CONTINUATIONS = True  # the switch (docs/BENCHMARKS-history.md 22)
 
 
 def definition_pieces(chunk: StoredChunk, file_chunks: Sequence[StoredChunk]) -> list[StoredChunk]:

@@ -7,7 +7,7 @@ and the semantic side, with no exact anchor, is `miss` (abstain) — not a broad
 Thresholds were calibrated with `python -m mcp_retrieval.bench calibrate`: the 62 SWE-bench dev
 issues (all answerable: lowest unanchored semantic match 0.61, lowest anchored 0.43) against 72
 off-topic questions over the same nine indexes (highest semantic match 0.33, coverage up to
-0.5) — see docs/BENCHMARKS.md, "Abstain calibration".
+0.5) — see docs/BENCHMARKS-history.md, "Abstain calibration".
 """
 
 from __future__ import annotations

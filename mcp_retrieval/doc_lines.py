@@ -2,7 +2,7 @@
 
 An excerpt that drops a definition's documentation keeps every line of its code: when a chunk
 does not fit a window whole, its code alone often does, and the code is what an agent edits
-(docs/BENCHMARKS.md 16a). Line-based and conservative: a line counts as documentation only when
+(docs/BENCHMARKS-history.md 16a). Line-based and conservative: a line counts as documentation only when
 it is a comment line of the chunk's language, inside a block comment, or part of a Python
 docstring (a string statement right after a `def`/`class` line, or at the top of a module).
 Only runs of MIN_RUN or more such lines are elided — a lone comment costs less than its mark.

@@ -57,7 +57,7 @@ _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 # Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
 _RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
-READ_FROM_IMPORTS = True  # `from pkg.mod import A` read as `pkg.mod.A` (docs/BENCHMARKS.md 19b)
+READ_FROM_IMPORTS = True  # `from pkg.mod import A` read as `pkg.mod.A` (docs/BENCHMARKS-history.md 19b)
 READ_OPTIONS = True  # `--collect-only` read as an option, found where it is declared (19b)
 # `from pkg.mod import A, B as C` in quoted Python: the names come from that module (`pkg.mod.A`)
 _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+import[ \t]+\(?([\w \t,]{1,500}+)", re.M)
@@ -84,7 +84,7 @@ _LOGGED_MESSAGE = re.compile(r"(?<![\w.])(?i:warning|error|critical|fatal)(?:\[[
 # failure frame ("expr.py:124: in __eq__"), which names a function, not a message. A listing of
 # more than MAX_LOCATED_LINES such lines is a tool's run over the reporter's project (a linter's
 # 200 findings): its output is the setting, not the complaint.
-LOCATED_MESSAGES = True  # docs/BENCHMARKS.md 25a
+LOCATED_MESSAGES = True  # docs/BENCHMARKS-history.md 25a
 MAX_LOCATED_LINES = 5
 _LOCATED_MESSAGE = re.compile(r"^[ \t]*[\w./\\-]*\w\.[A-Za-z]\w{0,5}:\d+(?::\d+)?:[ \t]*(?!in [\w.<>]+[ \t]*$)"
                               r"(\S[^\n]{7,299})$", re.M)

@@ -11,11 +11,11 @@ C and C++ keep declarations and definitions apart: a header (`x.h`) and its sour
 partner ranks lower (or is not in the pool) lifts it to 80% of its own score.
 In Go and Rust a folder is a package: a file with its own evidence gains a share of the strongest
 other head file of its folder, so the second file of a package-local fix climbs (not in other
-languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS.md 9a).
+languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS-history.md 9a).
 A Python file with its own evidence that one of the three strongest files imports gains a share of
 that file's score: the module an entry point calls into (a printer behind `lambdify`, a locale
 module behind the application) is often where the fix lands. Python only: in Go, Java, JS/TS and
-Rust the same lift lost first files (docs/BENCHMARKS.md 10b).
+Rust the same lift lost first files (docs/BENCHMARKS-history.md 10b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
 Pure: the store is read only through the `partner_chunk` and `import_specs` callbacks.
@@ -62,7 +62,7 @@ def word_shingles(text: str) -> frozenset[int]:
     """Hashed 3-grams of the text's lowercased words. Copies of a file differ in whole words, so
     the identifier splitting of `assemble.shingles` (MMR's measure) is not needed to find them,
     and it cost 4x: 19 against 5 ms a `packet` over the dev pools, the same files dropped in
-    every ranking that counts (docs/BENCHMARKS.md 10b)."""
+    every ranking that counts (docs/BENCHMARKS-history.md 10b)."""
     return gram_set(_WORDS.findall(text.lower()))
 
 
@@ -82,7 +82,7 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
     (`file_scores`: a quarter of the second best, a tenth of the third), best first. The chunk
     that answers often sits in a file with several matches while a lone match elsewhere outscores
     it by a little; a tight window then shows the lone match and not the answer. Every chunk of a
-    file gains the same amount, so the order inside a file is kept (docs/BENCHMARKS.md 12b)."""
+    file gains the same amount, so the order inside a file is kept (docs/BENCHMARKS-history.md 12b)."""
     scores = file_scores(candidates)
     best: dict[FileKey, float] = {}
     for c in candidates:

@@ -9,7 +9,7 @@ the report than its neighbours. Localisation in two steps (the file, then the pl
 reads the file that leads the pool on its own: its best BM25 matches for the question join the
 pool just below the file's best chunk (added when missing, raised when lower) — in a window over
 ABOVE_BUDGET tokens only: in a 1,000-token window they took the place of the second file's best
-chunk (docs/BENCHMARKS.md 27a).
+chunk (docs/BENCHMARKS-history.md 27a).
 
 Pure but for the `matches_in` callback, which searches one file.
 """
@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.retrieve import Candidate
 
-LEAD_FILE_MATCHES = True  # the switch (docs/BENCHMARKS.md 27a)
+LEAD_FILE_MATCHES = True  # the switch (docs/BENCHMARKS-history.md 27a)
 ABOVE_BUDGET = 2000  # windows of more tokens than this read the lead file on its own
 FILES = 1  # how many leading files are searched on their own
 DEPTH = 3  # each one's best matches that join the pool

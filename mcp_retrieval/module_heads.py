@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 from mcp_retrieval.retrieve import Candidate
 
-MODULE_HEADS_AFTER_DEFINITIONS = True  # the switch (docs/BENCHMARKS.md 25e)
+MODULE_HEADS_AFTER_DEFINITIONS = True  # the switch (docs/BENCHMARKS-history.md 25e)
 BELOW = 0.99  # the module chunk's share of its file's best definition
 
 

@@ -33,9 +33,9 @@ NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat
 # namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
 ONE_WORD_MODULES_ONLY_PYTHON = True
 # "Sphinx 3.2 complains": the project's own name in running text is not its class `Sphinx`
-# (docs/BENCHMARKS.md 20b)
+# (docs/BENCHMARKS-history.md 20b)
 PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL = True
-# `from sympy import Derivative` does not point at `sympy/__init__.py` (docs/BENCHMARKS.md 20d)
+# `from sympy import Derivative` does not point at `sympy/__init__.py` (docs/BENCHMARKS-history.md 20d)
 IMPORTED_NAME_NAMES_NO_PACKAGE = True
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.

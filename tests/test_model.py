@@ -35,7 +35,7 @@ def test_a_paraphrased_question_finds_the_right_code_by_meaning(config, minilm, 
 def test_a_pasted_reports_title_is_embedded_on_its_own(config, minilm, tmp_path):
     """A pasted report's logs, embedded with its title, outscore its subject in the `dense` tier;
     the title embedded alone, as its own tier (`dense_title`), keeps the code the subject means
-    first there (docs/BENCHMARKS.md 23)."""
+    first there (docs/BENCHMARKS-history.md 23)."""
     (config.root / "ops").mkdir()
     (config.root / "ops" / "heartbeat.py").write_text(
         "import logging\n\nlog = logging.getLogger('worker')\n\n\n"

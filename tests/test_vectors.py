@@ -43,7 +43,7 @@ def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_p
 
 
 def test_opening_a_vector_index_leaves_numpy_one_blas_thread(tmp_path):
-    """OpenBLAS's idle workers spin beside the question's embedding on two cores (docs/BENCHMARKS.md 24c)."""
+    """OpenBLAS's idle workers spin beside the question's embedding on two cores (docs/BENCHMARKS-history.md 24c)."""
     from threadpoolctl import threadpool_info
 
     VectorIndex(tmp_path / "v", dim=4)

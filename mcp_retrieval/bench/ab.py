@@ -6,7 +6,7 @@ question out and indexes it once, then answers it twice — arm `served` with th
 code has them, arm `flipped` with each boolean switch negated (or set to the value given) — so the
 two columns differ by the rule alone (`--weight tier=VALUE` flips a fusion tier's weight the same
 way): separate runs differ by about a question at Acc@5 through
-the index state a run leaves behind (docs/BENCHMARKS.md 19a).
+the index state a run leaves behind (docs/BENCHMARKS-history.md 19a).
 
 `--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR); `--tool context` scores
 windows (`bench tokens`' gold-function hit, gold-line and gold-file recall) at each `--budgets`.
