@@ -28,11 +28,15 @@ log = logging.getLogger(__name__)
 DERIVED = ("tantivy", "lance")
 
 
+def sqlite_files(db: Path) -> list[Path]:
+    """A SQLite database's file and its write-ahead log and shared-memory files."""
+    return [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+
+
 def _set_aside(index_dir: Path, why: str, repairs: list[str]) -> None:
-    for name in ("index.db", "index.db-wal", "index.db-shm"):
-        part = index_dir / name
+    for part in sqlite_files(index_dir / "index.db"):
         if part.exists():
-            part.replace(index_dir / (name + ".damaged"))
+            part.replace(part.with_name(part.name + ".damaged"))
     for name in DERIVED:
         shutil.rmtree(index_dir / name, ignore_errors=True)
     note = f"the chunk store was damaged ({why}): set aside as index.db.damaged; the index is rebuilt from the files"

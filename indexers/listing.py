@@ -71,7 +71,7 @@ def run_git(directory: Path, *args: str, git_dir: Path | None = None) -> subproc
     git = _git()
     if git is None:
         return None
-    argv = git_command(git, *args, git_dir=git_dir) if git_dir else git_command(git, *args, directory=directory)
+    argv = git_command(git, *args, directory=directory, git_dir=git_dir)
     try:
         return subprocess.run(argv, capture_output=True, timeout=GIT_TIMEOUT_S, env=quiet_git_env())
     except (OSError, subprocess.SubprocessError):

@@ -58,8 +58,8 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     chunk answers one facet). `known`: how many of some words the workspace's lexical index holds."""
     top = ranked[0]
     have = set(terms(top.chunk.header + "\n" + top.chunk.text))
-    coverage = max(_coverage(salient_terms(text), have) for text in (query, *restatements))
     wanted = salient_terms(query)
+    coverage = max(_coverage(words, have) for words in (wanted, *map(salient_terms, restatements)))
     head: set[str] = set()
     for c in ranked[:HEAD_CHUNKS]:
         head |= set(terms(c.chunk.header + "\n" + c.chunk.text))

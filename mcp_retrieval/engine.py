@@ -21,6 +21,7 @@ from mcp_retrieval.indexers.embed import EmbeddingCache, MiniLMEmbedder, ModelUn
 from mcp_retrieval.indexers.graph import RELATIONS, CodeGraph
 from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
 from mcp_retrieval import decide
 from mcp_retrieval.coactivation import CoActivation
@@ -84,15 +85,19 @@ class Engine:
     def _open_history(self) -> History:
         """The history table; a damaged one is dropped and read again from git (it is derived)."""
         path = self.config.index_dir / "history.db"
-        try:
+
+        def open_it() -> History:
             return History(path, self.config.root, git_dir=self.config.history_git_dir, rev=self.config.history_rev)
+
+        try:
+            return open_it()
         except sqlite3.Error as exc:
             note = f"the history table was damaged ({type(exc).__name__}: {exc}): read again from git"
             log.warning(note)
             self.indexer.repairs.append(note)
-            for name in ("history.db", "history.db-wal", "history.db-shm"):
-                (self.config.index_dir / name).unlink(missing_ok=True)
-            return History(path, self.config.root, git_dir=self.config.history_git_dir, rev=self.config.history_rev)
+            for part in sqlite_files(path):
+                part.unlink(missing_ok=True)
+            return open_it()
 
     def _load_embedder(self):
         if self.config.embedder == "none":

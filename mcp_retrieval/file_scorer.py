@@ -18,7 +18,7 @@ from importlib import resources
 
 import numpy as np
 
-from mcp_retrieval.file_features import FEATURES
+from mcp_retrieval.file_features import FEATURES, file_features
 
 log = logging.getLogger(__name__)
 MODEL_FILE = "file_ranker.json"
@@ -67,23 +67,18 @@ def shipped() -> FileRanker | None:
         return None
 
 
-def file_scores(model: FileRanker, query: str, candidates) -> dict[tuple[str, str], float]:
+def file_scores(model: FileRanker, query: str, candidates,
+                explained: dict | None = None) -> dict[tuple[str, str], float]:
     """Each candidate file's learned score as a share of the best file's: exp((s - best) / T), 1 for
     the best file. That is the scale `file_rank`'s shares are read on (a file's further chunk waits
     behind files over half its file's score; a partner's or an importer's lift); the temperature T
-    is chosen with the weights, by the same grouped folds (training/train_file_ranker.py)."""
-    from mcp_retrieval.file_features import file_features
-
+    is chosen with the weights, by the same grouped folds (training/train_file_ranker.py).
+    `explained`, when given, receives each file's strongest feature contributions (for `debug`),
+    from the very rows that were scored."""
     keys, rows = file_features(query, candidates)
     if not keys:
         return {}
     raw = model.scores(rows)
+    if explained is not None:
+        explained.update((key, model.contributions(row)) for key, row in zip(keys, rows))
     return dict(zip(keys, np.exp((raw - raw.max()) / model.temperature).tolist()))
-
-
-def explain(model: FileRanker, query: str, candidates) -> dict[tuple[str, str], dict[str, float]]:
-    """Each candidate file's strongest feature contributions (for `debug`)."""
-    from mcp_retrieval.file_features import file_features
-
-    keys, rows = file_features(query, candidates)
-    return {key: model.contributions(row) for key, row in zip(keys, rows)}

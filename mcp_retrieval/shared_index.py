@@ -29,6 +29,7 @@ warning and a normal cold index, never a failure.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -258,9 +259,6 @@ def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None,
     return f"skipped: the store did not answer within {deadline_s:.0f} s"
 
 
-_NO_LOCK = threading.Lock()  # stands in for a cancel's lock when nobody can cancel (uncontended)
-
-
 def _pull_guarded(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, cancel: _Cancel) -> str:
     try:
         return _pull(StoreURL.parse(url), root, index_dir, cache, cancel)
@@ -315,7 +313,7 @@ def restore(manifest: dict, key: str, index_dir: Path, cancel: _Cancel | None = 
 
             table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
             lancedb.connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
-        with cancel.lock if cancel else _NO_LOCK:
+        with cancel.lock if cancel else contextlib.nullcontext():
             if cancel and cancel.cancelled:
                 raise StoreError("abandoned: the caller stopped waiting")
             for name in ("index.db", "history.db", "tantivy", "lance"):
@@ -399,7 +397,7 @@ def _pull_embeddings(store: StoreURL, cache: EmbeddingCache | None, model: str |
     keys = table.column("key").to_pylist()
     vectors = table.column("vector").to_numpy(zero_copy_only=False)
     items = {k[len(prefix):]: v for k, v in zip(keys, vectors) if k.startswith(prefix)}
-    with cancel.lock if cancel else _NO_LOCK:
+    with cancel.lock if cancel else contextlib.nullcontext():
         if cancel and cancel.cancelled:
             return 0
         cache.put_many(model, items)

@@ -366,9 +366,10 @@ class Workspace:
             return by_root[root].first_chunk(path)
 
         model = file_scorer.shipped() if lead.engine.config.file_ranker else None
-        explained = file_scorer.explain(model, query, candidates) if debug and model is not None else {}
+        explained: dict = {}  # file -> its feature contributions, filled with debug
         with stages.run("files") as st:
-            learned = (lambda kept: file_scorer.file_scores(model, query, kept)) if model is not None else None
+            learned = (lambda kept: file_scorer.file_scores(model, query, kept, explained if debug else None)) \
+                if model is not None else None
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
                                               near_duplicate=lead.engine.config.near_duplicate,
                                               coactive=self._coactive(candidates),
