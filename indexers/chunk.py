@@ -13,14 +13,16 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
+from mcp_retrieval.indexers.definitions import body, definitions, first_definition_line, has_definitions, kinds
 from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 
 # Bump when an unchanged file would now chunk differently (boundaries, languages, symbols): the
 # next sync re-chunks every file once, as a new lexical analyser does. 2: Ruby, PHP, C#, Swift,
 # Scala and Kotlin parsed; other code extensions no longer plain text. 3: notebooks read as their
 # cells' script (`indexers/notebooks.py`), not as JSON; generator stamps below a license header
-# (`languages.looks_generated`) mark a file generated.
-CHUNKER_VERSION = "3"
+# (`languages.looks_generated`) mark a file generated. 4: bash, Lua, Elixir, Haskell and Zig
+# parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk.
+CHUNKER_VERSION = "4"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -57,44 +59,6 @@ class _Seg:
     kind: str
     context: list[str] = field(default_factory=list)  # enclosing signatures, outermost first
     mergeable: bool = True
-
-
-# node type -> chunk kind, per language family
-_DEFS: dict[str, dict[str, str]] = {
-    "python": {"function_definition": "function", "class_definition": "class"},
-    "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
-                   "class_declaration": "class", "method_definition": "method"},
-    "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class"},
-    "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
-             "trait_item": "class", "mod_item": "class"},
-    "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
-             "record_declaration": "class", "method_declaration": "method", "constructor_declaration": "method"},
-    "c": {"function_definition": "function", "struct_specifier": "class"},
-    "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
-            "namespace_definition": "class"},
-    "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "class"},
-    "php": {"function_definition": "function", "method_declaration": "method", "class_declaration": "class",
-            "interface_declaration": "class", "trait_declaration": "class", "enum_declaration": "class"},
-    "csharp": {"class_declaration": "class", "interface_declaration": "class", "struct_declaration": "class",
-               "enum_declaration": "class", "record_declaration": "class",
-               "method_declaration": "method", "constructor_declaration": "method"},
-    # Swift: `class_declaration` is also struct, enum, actor and extension
-    "swift": {"class_declaration": "class", "protocol_declaration": "class", "function_declaration": "function",
-              "init_declaration": "method"},
-    "kotlin": {"class_declaration": "class", "object_declaration": "class", "companion_object": "class",
-               "function_declaration": "function"},
-    "scala": {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
-              "enum_definition": "class", "function_definition": "function"},
-}
-_DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declaration": "class",
-                                       "abstract_class_declaration": "class", "enum_declaration": "class",
-                                       "type_alias_declaration": "class", "function_signature": "function"}
-_WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
-# Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
-# braced form) names every type of a file the same, so it is no chunk and no part of a qualname
-# (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
-_TRANSPARENT = {"namespace_declaration", "namespace_definition"}
-_BODY_FIELDS = ("body", "declaration_list")
 
 
 def parse(text: str, language: str):
@@ -166,7 +130,8 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
     for seg in filled:
         prev = merged[-1] if merged else None
         if (prev is not None and prev.mergeable and seg.mergeable and prev.context[:-1] == seg.context[:-1]
-                and _seg_chars(lines, prev) < MIN_CHARS and _seg_chars(lines, seg) < MIN_CHARS
+                and (_seg_chars(lines, prev) < MIN_CHARS and _seg_chars(lines, seg) < MIN_CHARS
+                     or _same_definition(prev, seg))
                 and _seg_chars(lines, prev) + _seg_chars(lines, seg) <= MAX_CHARS):
             if prev.symbol is None:  # a gap merged into a definition takes the definition's identity
                 prev.symbol, prev.kind, prev.context = seg.symbol, seg.kind, seg.context
@@ -174,6 +139,12 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
         else:
             merged.append(seg)
     return merged
+
+
+def _same_definition(prev: _Seg, seg: _Seg) -> bool:
+    """Neighbours that define one name: a Haskell or Elixir function's equations and clauses, a
+    TypeScript overload's signatures and body, C++ overloads. They are read together."""
+    return prev.symbol is not None and prev.symbol == seg.symbol and prev.kind == seg.kind
 
 
 def _windows(start: int, end: int, symbol: str | None, kind: str, context: list[str]) -> list[_Seg]:
@@ -184,60 +155,10 @@ def _windows(start: int, end: int, symbol: str | None, kind: str, context: list[
 # --- code -------------------------------------------------------------------------------
 
 def _code_segments(tree, lines: list[str], language: str) -> list[_Seg]:
-    defs = _DEFS.get(language, {})
+    defs = kinds(language)
     segs: list[_Seg] = []
     _walk_container(tree.root_node, defs, lines, None, [], segs, depth=0)
     return segs
-
-
-def _unwrap(node, defs):
-    """(definition node, outer node incl. decorators/export) or None."""
-    if node.type in defs:
-        return node, node
-    if node.type in _WRAPPERS:
-        for child in node.named_children:
-            if child.type in defs:
-                return child, node
-            if child.type in _WRAPPERS:
-                inner = _unwrap(child, defs)
-                if inner:
-                    return inner[0], node
-    if node.type in ("lexical_declaration", "variable_declaration"):  # const f = () => {...}
-        for decl in node.named_children:
-            value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
-            if value is not None and value.type in ("arrow_function", "function_expression", "function"):
-                return decl, node
-    return None
-
-
-def def_name(node) -> str | None:
-    """The declared name of a definition node, across grammars."""
-    if node.type == "impl_item":  # `impl Trait for Type` is named after the type
-        return _text(node.child_by_field_name("type"))
-    if node.type == "init_declaration":  # Swift initialisers have no name of their own
-        return "init"
-    if node.type == "companion_object" and node.child_by_field_name("name") is None:  # Kotlin
-        return "Companion"
-    if node.type == "type_declaration":
-        for spec in node.named_children:
-            name = spec.child_by_field_name("name")
-            if name is not None:
-                return _text(name)
-        return None
-    name = node.child_by_field_name("name")
-    if name is not None:
-        return _text(name)
-    declarator = node.child_by_field_name("declarator")  # C/C++ functions: walk the declarator chain
-    while declarator is not None:
-        if declarator.type in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
-                               "operator_name", "type_identifier"):
-            return _text(declarator)
-        declarator = declarator.child_by_field_name("declarator")
-    return None
-
-
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
 
 
 def _signature(lines: list[str], node) -> str:
@@ -245,76 +166,28 @@ def _signature(lines: list[str], node) -> str:
     return first[:200]
 
 
-def _body(node):
-    for name in _BODY_FIELDS:
-        body = node.child_by_field_name(name)
-        if body is not None:
-            return body
-    for child in node.named_children:
-        if child.type in ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body",
-                          "enum_body", "statement_block"):
-            return child
-    return None
-
-
-@dataclass(frozen=True)
-class Definition:
-    definition: object  # the tree-sitter node of the definition itself
-    outer: object  # the node including decorators / export wrappers
-    name: str
-    kind: str  # function | method | class
-    qualname: str
-
-
-def definitions(node, defs: dict[str, str], qual: str | None):
-    """The definitions directly under `node` (children that are not definitions are yielded as None)."""
-    for child in node.named_children:
-        if child.type in _TRANSPARENT and child.type not in defs and (body := _body(child)) is not None:
-            yield from definitions(body, defs, qual)
-            continue
-        found = _unwrap(child, defs)
-        if found is None:
-            yield child, None
-            continue
-        definition, outer = found
-        name = def_name(definition) or "<anonymous>"
-        kind = defs.get(definition.type, "function")
-        if kind == "function" and qual is not None:
-            kind = "method"
-        yield child, Definition(definition, outer, name, kind, f"{qual}.{name}" if qual else name)
-
-
 def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
     for _, found in definitions(node, defs, qual):
         if found is None:
             continue
-        definition, outer, kind, symbol = found.definition, found.outer, found.kind, found.qualname
-        start, end = outer.start_point[0], outer.end_point[0]
+        definition, kind, symbol = found.definition, found.kind, found.qualname
+        start, end = found.start, found.end
         own_context = [*context, _signature(lines, definition)]
         size = sum(len(lines[i]) + 1 for i in range(start, min(end, len(lines) - 1) + 1))
-        body = _body(definition)
+        members = body(definition)
         if size <= MAX_CHARS or depth > 6:
             segs.append(_Seg(start, end, symbol, kind, own_context))
-        elif kind == "class" and body is not None and _has_defs(body, defs):
-            first_member = _first_def_line(body, defs) or end
-            segs.append(_Seg(start, max(start, first_member - 1), symbol, kind, own_context, mergeable=False))
-            _walk_container(body, defs, lines, symbol, own_context, segs, depth + 1)
+        elif kind == "class" and members is not None and has_definitions(members, defs):
+            first_member = first_definition_line(members, defs) or end
+            # the header (signature, docs, attributes) before the first member; a long one (an
+            # Elixir @moduledoc, test cases before a helper) is cut at its statements like a body
+            segs.extend(_split_large(start, max(start, first_member - 1), members, lines, symbol, kind, own_context))
+            _walk_container(members, defs, lines, symbol, own_context, segs, depth + 1)
         else:
-            segs.extend(_split_large(definition, start, end, body, lines, symbol, kind, own_context))
+            segs.extend(_split_large(start, end, members, lines, symbol, kind, own_context))
 
 
-def _has_defs(body, defs) -> bool:
-    return any(_unwrap(c, defs) for c in body.named_children)
-
-
-def _first_def_line(body, defs) -> int | None:
-    for child in body.named_children:
-        if _unwrap(child, defs):
-            return child.start_point[0]
-    return None
-
-
-def _split_large(definition, start, end, body, lines, symbol, kind, context) -> list[_Seg]:
+def _split_large(start, end, body, lines, symbol, kind, context) -> list[_Seg]:
     """Pack a long definition's statements into pieces of at most MAX_CHARS."""
     cuts = [c.start_point[0] for c in body.named_children] if body is not None else []
     cuts = sorted({c for c in cuts if start < c <= end})

@@ -19,13 +19,15 @@ from dataclasses import dataclass
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suffixes
 from mcp_retrieval.indexers.import_links import module_paths
-from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS
+from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, language_for
 
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
 _JS_EXTS = (*JS_SOURCE_EXTENSIONS, ".d.ts")
+# importers whose dotted specs name files by their own convention (import_links.module_paths)
+_FILE_CONVENTION_IMPORTERS = (".ex", ".exs", ".zig")
 RELATIONS = {
     "defines": (("contains",), "out"),
     "references": (("call", "reference", "inherit", "import"), "in"),
@@ -247,6 +249,8 @@ class _Resolver:
             base = package[: len(package) - (level - 1)] if level - 1 <= len(package) else []
             dotted = ".".join([*base, dotted.lstrip(".")]).strip(".")
         hits = self.modules.get(dotted, [])
+        language = language_for(path)  # `shop.cart` from Lua is `lua/shop/cart.lua`, not `lib/shop/cart.ex`
+        hits = [h for h in hits if language_for(self.nodes[h].path) == language] or hits
         exact = [h for h in hits if module_name(self.nodes[h].path) == dotted]
         return exact or (hits if len(hits) <= 2 else [])
 
@@ -286,7 +290,8 @@ class _Resolver:
 
     def _import(self, path: str, target: str) -> list[int]:
         spec, _, alias = target.partition("=")
-        if _PATH_SHAPED.search(spec):  # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`
+        if _PATH_SHAPED.search(spec) or path.endswith(_FILE_CONVENTION_IMPORTERS):
+            # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`; Elixir modules, Zig files
             # module_paths never climbs above the root, whose `..` would read as a Python relative import
             for module_path in module_paths(spec, path):
                 if files := self._module(path, module_path.replace("/", ".")):

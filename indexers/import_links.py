@@ -15,6 +15,11 @@ boundary. Specs as `indexers/symbols.py` writes them:
     Ruby    `json`, `shop/cart`, `../util/helper` (require[_relative]) -> as Python dotted / JS paths
     PHP     `App\\Util\\Helper` (use)                               -> App/Util/Helper, Util/Helper
     Scala   `shop.util.Helper`                                     -> shop/util/Helper
+    Lua     `lazy.core.config` (require)                           -> lazy/core/config, or its init.lua
+    Elixir  `MyApp.HTTPClient` (alias, import, require)            -> my_app/http_client
+    Haskell `Data.Aeson.Types`                                     -> Data/Aeson/Types
+    Zig     `util.zig`, `../x/y.zig` (@import)                     -> beside the importer
+    Shell   `./lib.sh`, `"${ROOT}/lib/x.bash"` (source)             -> lib/x (a variable's folder dropped)
 """
 
 from __future__ import annotations
@@ -27,6 +32,13 @@ from mcp_retrieval.indexers.languages import SOURCE_EXTENSION
 _RUST_ROOTS = ("crate", "self", "super")
 _C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
 _RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
+_ELIXIR_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_SHELL_VARIABLE_FOLDER = re.compile(r"^\$(\{[^}]*\}|\w+)/")
+
+
+def elixir_file_stem(module: str) -> str:
+    """Elixir's module -> file convention (`Macro.underscore`): `MyApp.HTTPClient` -> `my_app/http_client`."""
+    return "/".join(_ELIXIR_WORD.sub("_", part).lower() for part in module.split("."))
 
 
 def _strip_extension(path: str) -> str:
@@ -46,6 +58,12 @@ def _spec_paths(spec: str, importer: str) -> list[str]:
     folder = posixpath.dirname(importer)
     if not spec:
         return []
+    if importer.endswith((".ex", ".exs")):
+        return [elixir_file_stem(spec)]
+    if spec.endswith(".zig"):  # Zig imports a file by its path from the importer
+        return [posixpath.normpath(posixpath.join(folder, _strip_extension(spec)))]
+    if _SHELL_VARIABLE_FOLDER.match(spec):  # `source "${BASH_IT}/lib/x.bash"`: the root is unknown
+        return [_strip_extension(_SHELL_VARIABLE_FOLDER.sub("", spec))]
     if "::" in spec:  # Rust: `crate::` from any file, `self::`/`super::` from the importer's module
         parts = [p for p in spec.split("{")[0].split("::") if p and p != "*"]
         own = folder if posixpath.basename(importer) in _RUST_MODULE_FILES else _strip_extension(importer)
@@ -117,7 +135,7 @@ class Imports:
             return False
         stem = _strip_extension(candidate)
         forms = [stem]
-        if candidate.endswith(("/__init__.py", "/mod.rs")) or candidate.endswith(".go"):
+        if candidate.endswith(("/__init__.py", "/mod.rs", "/init.lua")) or candidate.endswith(".go"):
             if package := posixpath.dirname(candidate):
                 forms.append(package)
         for form in forms:

@@ -18,7 +18,7 @@ from pathlib import PurePosixPath
 
 from tree_sitter import Query, QueryCursor
 
-from mcp_retrieval.indexers.chunk import _DEFS, _body, definitions
+from mcp_retrieval.indexers.definitions import body, definitions, kinds
 from mcp_retrieval.indexers.languages import grammar
 
 log = logging.getLogger(__name__)
@@ -31,9 +31,11 @@ class FileGraph:
 
 
 def module_name(path: str) -> str:
-    """`src/pkg/mod.py` -> `src.pkg.mod`; `pkg/__init__.py` -> `pkg`."""
+    """`src/pkg/mod.py` -> `src.pkg.mod`; `pkg/__init__.py` (or `index.js`, `mod.rs`, Lua's
+    `init.lua`) -> `pkg`."""
     p = PurePosixPath(path)
-    parts = list(p.parent.parts) + ([] if p.stem in ("__init__", "index", "mod") else [p.stem])
+    package_file = p.stem in ("__init__", "index", "mod") or p.name == "init.lua"
+    parts = list(p.parent.parts) + ([] if package_file else [p.stem])
     return ".".join(parts) or p.stem
 
 
@@ -68,7 +70,7 @@ def extract(path: str, language: str, tree) -> FileGraph:
     graph.symbols.append((path, path, PurePosixPath(path).name, module_name(path), "file", 1,
                           tree.root_node.end_point[0] + 1))
     spans: list[tuple[int, int, str, str]] = []  # (start, end, symbol id, qualname) for enclosing lookup
-    _collect_defs(tree.root_node, _DEFS.get(language, {}), path, None, path, graph, spans, depth=0)
+    _collect_defs(tree.root_node, kinds(language), path, None, path, graph, spans, depth=0)
     query = _query(language)
     if query is None:
         return graph
@@ -86,16 +88,19 @@ def _collect_defs(node, defs, path, qual, parent_id, graph, spans, depth) -> Non
             if child.type in ("block", "statement_block", "if_statement", "try_statement", "with_statement"):
                 _collect_defs(child, defs, path, qual, parent_id, graph, spans, depth + 1)
             continue
-        definition, outer, name, kind, qualname = (found.definition, found.outer, found.name, found.kind,
-                                                   found.qualname)
+        definition, name, kind, qualname = found.definition, found.name, found.kind, found.qualname
         sid = f"{path}::{qualname}"
-        start, end = outer.start_point[0] + 1, outer.end_point[0] + 1
-        graph.symbols.append((sid, path, name.split("::")[-1].split(".")[-1], qualname, kind, start, end))
-        graph.edges.append((path, parent_id, sid, "contains", start))
+        start, end = found.start + 1, found.end + 1
+        row = (sid, path, name.split("::")[-1].split(".")[-1], qualname, kind, start, end)
+        if graph.symbols[-1][0] == sid:  # the next equation or clause of one definition extends it
+            graph.symbols[-1] = (*graph.symbols[-1][:6], end)
+        else:
+            graph.symbols.append(row)
+            graph.edges.append((path, parent_id, sid, "contains", start))
         spans.append((start, end, sid, qualname))
-        body = _body(definition)
-        if body is not None:
-            _collect_defs(body, defs, path, qualname if kind == "class" else qual if kind == "method" else qualname,
+        members = body(definition)
+        if members is not None:
+            _collect_defs(members, defs, path, qualname if kind == "class" else qual if kind == "method" else qualname,
                           sid, graph, spans, depth + 1)
 
 

@@ -38,6 +38,7 @@ PRUNED_DIRS = frozenset({
     ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", "__pycache__", "build", "dist",
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages",
     "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
+    "_build", ".elixir_ls", ".stack-work", "dist-newstyle", ".zig-cache", "zig-cache", "zig-out",
 })
 def is_pruned_dir(name: str) -> bool:
     return name in PRUNED_DIRS or name.endswith(".egg-info")

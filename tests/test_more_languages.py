@@ -1,5 +1,5 @@
 """Ruby, PHP, C#, Swift, Scala and Kotlin are parsed (definitions are chunks, symbols and graph
-edges); other code without a grammar here (shell, Lua, ...) is chunked in line windows and ranked
+edges); other code without a grammar here (Objective-C, Perl, ...) is chunked in line windows and ranked
 as code, never as documentation. Real Tantivy and LanceDB, in a temporary workspace."""
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def test_each_new_language_is_recognised_and_code_is_never_prose():
     assert {language_for(p) for p in SOURCES if p.endswith((".rb", ".php", ".cs", ".swift", ".scala"))} == \
         {"ruby", "php", "csharp", "swift", "scala"}
     assert {"ruby", "php", "csharp", "swift", "scala", "kotlin"} <= GRAMMAR_LANGUAGES
-    for path in ["run.sh", "init.lua", "lib/x.ex", "Main.hs", "View.m"]:
+    for path in ["run.pl", "View.m", "lib/x.erl", "Main.ml"]:
         assert language_for(path) in CODE_LANGUAGES and language_for(path) not in PROSE_LANGUAGES, path
     assert language_for("notes.txt") in PROSE_LANGUAGES
 

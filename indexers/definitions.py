@@ -1,0 +1,241 @@
+"""Which tree-sitter nodes are definitions, in every parsed language: their kind, name and body.
+
+The chunker cuts a file at these definitions and the symbol table names them, so both read them
+from here. Most languages mark a definition by its node type (`function_definition`); a few need
+a look at the node: an Elixir definition is a call of `def`/`defmodule`/..., a Zig type is a
+`const` bound to a `struct`, a Lua function may be assigned to a table field. Lines that belong
+to the definition that follows them (Elixir's `@doc`/`@spec`, a Haskell type signature) are part
+of its span, as decorators are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# node type -> chunk kind, per language
+_DEFS: dict[str, dict[str, str]] = {
+    "python": {"function_definition": "function", "class_definition": "class"},
+    "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
+                   "class_declaration": "class", "method_definition": "method"},
+    "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class"},
+    "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
+             "trait_item": "class", "mod_item": "class"},
+    "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
+             "record_declaration": "class", "method_declaration": "method", "constructor_declaration": "method"},
+    "c": {"function_definition": "function", "struct_specifier": "class"},
+    "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
+            "namespace_definition": "class"},
+    "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "class"},
+    "php": {"function_definition": "function", "method_declaration": "method", "class_declaration": "class",
+            "interface_declaration": "class", "trait_declaration": "class", "enum_declaration": "class"},
+    "csharp": {"class_declaration": "class", "interface_declaration": "class", "struct_declaration": "class",
+               "enum_declaration": "class", "record_declaration": "class",
+               "method_declaration": "method", "constructor_declaration": "method"},
+    # Swift: `class_declaration` is also struct, enum, actor and extension
+    "swift": {"class_declaration": "class", "protocol_declaration": "class", "function_declaration": "function",
+              "init_declaration": "method"},
+    "kotlin": {"class_declaration": "class", "object_declaration": "class", "companion_object": "class",
+               "function_declaration": "function"},
+    "scala": {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
+              "enum_definition": "class", "function_definition": "function"},
+    "shell": {"function_definition": "function"},
+    "lua": {"function_declaration": "function"},
+    # a function's equations are one definition each; neighbours of one name merge into a chunk
+    "haskell": {"function": "function", "bind": "function", "data_type": "class", "newtype": "class",
+                "type_synonym": "class", "class": "class", "instance": "class", "type_family": "class",
+                "data_family": "class"},
+    "zig": {"function_declaration": "function", "test_declaration": "function"},
+    "elixir": {},  # calls of the definition macros below
+}
+_DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declaration": "class",
+                                       "abstract_class_declaration": "class", "enum_declaration": "class",
+                                       "type_alias_declaration": "class", "function_signature": "function"}
+
+# Elixir: the macros that define, by the kind of what they define
+_ELIXIR_DEFINERS = {
+    **dict.fromkeys(("defmodule", "defprotocol", "defimpl", "defexception"), "class"),
+    **dict.fromkeys(("def", "defp", "defmacro", "defmacrop", "defguard", "defguardp", "defdelegate", "defn",
+                     "defnp", "defcallback"), "function"),
+}
+_ELIXIR_ATTACHED = ("@doc", "@spec", "@impl", "@deprecated", "@since", "@decorate")
+_ZIG_CONTAINERS = ("struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration")
+
+_WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+# Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
+# braced form) names every type of a file the same, so it is no chunk and no part of a qualname
+# (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
+# Haskell's top-level `declarations` is a list of definitions, nothing more.
+_TRANSPARENT = {"namespace_declaration", "namespace_definition"}
+_TRANSPARENT_LISTS = {"declarations"}
+_BODY_FIELDS = ("body", "declaration_list", "declarations")
+_BODY_TYPES = ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body", "enum_body",
+               "statement_block", "do_block", *_ZIG_CONTAINERS)
+
+
+@dataclass(frozen=True)
+class Definition:
+    definition: object  # the tree-sitter node of the definition itself
+    outer: object  # the node including decorators / export wrappers
+    name: str
+    kind: str  # function | method | class
+    qualname: str
+    start: int  # 0-based first line, with the decorators and attached lines before it
+    end: int  # 0-based last line
+
+
+def kinds(language: str) -> dict[str, str]:
+    return _DEFS.get(language, {})
+
+
+def _kind(node, defs: dict[str, str]) -> str | None:
+    if node.type in defs:
+        return defs[node.type]
+    if node.type == "call":  # Elixir: `def name(args) do ... end`
+        target = node.child_by_field_name("target")
+        if target is not None and target.type == "identifier":
+            return _ELIXIR_DEFINERS.get(_text(target))
+    return None
+
+
+def _unwrap(node, defs):
+    """(definition node, outer node incl. decorators/export, kind) or None."""
+    kind = _kind(node, defs)
+    if kind is not None:
+        return node, node, kind
+    if node.type in _WRAPPERS:
+        for child in node.named_children:
+            if (kind := _kind(child, defs)) is not None:
+                return child, node, kind
+            if child.type in _WRAPPERS:
+                inner = _unwrap(child, defs)
+                if inner:
+                    return inner[0], node, inner[2]
+    if node.type in ("lexical_declaration", "variable_declaration"):  # const f = () => {...}
+        for decl in node.named_children:
+            value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
+            if value is not None and value.type in ("arrow_function", "function_expression", "function"):
+                return decl, node, "function"
+            if decl.type in _ZIG_CONTAINERS:  # Zig: `pub const List = struct { ... };`
+                return node, node, "class"
+    if node.type == "assignment_statement" or (node.type == "variable_declaration" and node.named_children
+                                               and node.named_children[0].type == "assignment_statement"):
+        assign = node if node.type == "assignment_statement" else node.named_children[0]  # Lua: M.f = function
+        values = [c for c in assign.named_children if c.type == "expression_list"]
+        if values and values[0].named_children and values[0].named_children[0].type == "function_definition":
+            return assign, node, "function"
+    return None
+
+
+def def_name(node) -> str | None:
+    """The declared name of a definition node, across grammars."""
+    if node.type == "impl_item":  # `impl Trait for Type` is named after the type
+        return _text(node.child_by_field_name("type"))
+    if node.type == "init_declaration":  # Swift initialisers have no name of their own
+        return "init"
+    if node.type == "companion_object" and node.child_by_field_name("name") is None:  # Kotlin
+        return "Companion"
+    if node.type == "type_declaration":
+        for spec in node.named_children:
+            name = spec.child_by_field_name("name")
+            if name is not None:
+                return _text(name)
+        return None
+    if node.type == "call":
+        return _elixir_name(node)
+    if node.type == "instance":  # Haskell: `instance ToJSON (Maybe a)` is named with its type
+        patterns = node.child_by_field_name("patterns")
+        return " ".join(filter(None, (_text(node.child_by_field_name("name")), _text(patterns))))
+    if node.type == "test_declaration":  # Zig: `test "name" { ... }`
+        label = next((c for c in node.named_children if c.type in ("string", "identifier")), None)
+        return f"test {_text(label)}".strip()
+    if node.type == "variable_declaration":  # Zig: `const Name = struct { ... }`
+        return next((_text(c) for c in node.named_children if c.type == "identifier"), None)
+    if node.type == "assignment_statement":  # Lua: `M.name = function ... end`
+        names = next((c for c in node.named_children if c.type == "variable_list"), None)
+        return _text(names).replace(":", ".") if names is not None else None
+    name = node.child_by_field_name("name")
+    if name is not None:
+        return _text(name).replace(":", ".") if name.type == "method_index_expression" else _text(name)
+    declarator = node.child_by_field_name("declarator")  # C/C++ functions: walk the declarator chain
+    while declarator is not None:
+        if declarator.type in ("identifier", "field_identifier", "qualified_identifier", "destructor_name",
+                               "operator_name", "type_identifier"):
+            return _text(declarator)
+        declarator = declarator.child_by_field_name("declarator")
+    return None
+
+
+def _elixir_name(node) -> str | None:
+    """`def name(args)`, `def name(args) when guard`, `defmodule A.B`, `defimpl P, for: T`."""
+    arguments = next((c for c in node.named_children if c.type == "arguments"), None)
+    if arguments is None or not arguments.named_children:
+        return None
+    head = arguments.named_children[0]
+    if head.type == "binary_operator":  # a guard: `name(args) when ...`
+        head = head.child_by_field_name("left") or head
+    if head.type == "call":
+        head = head.child_by_field_name("target") or head
+    name = _text(head)
+    for pair in (p for kw in arguments.named_children if kw.type == "keywords" for p in kw.named_children):
+        if _text(pair.child_by_field_name("key")).strip().rstrip(":") == "for":  # defimpl P, for: T
+            name = f"{name}.{_text(pair.child_by_field_name('value'))}"
+    return name
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace") if node is not None and node.text is not None else ""
+
+
+def body(node):
+    """The node holding a definition's members or statements, or None."""
+    for name in _BODY_FIELDS:
+        found = node.child_by_field_name(name)
+        if found is not None:
+            return found
+    for child in node.named_children:
+        if child.type in _BODY_TYPES:
+            return child
+    return None
+
+
+def _attached(node) -> bool:
+    """A line that belongs to the definition after it: Elixir's `@doc`/`@spec`, a Haskell signature."""
+    if node.type == "signature":
+        return True
+    return node.type == "unary_operator" and _text(node).startswith(_ELIXIR_ATTACHED)
+
+
+def definitions(node, defs: dict[str, str], qual: str | None):
+    """The definitions directly under `node` (children that are not definitions are yielded as None)."""
+    attached: list = []  # lines waiting for the definition they introduce
+    for child in node.named_children:
+        if child.type in _TRANSPARENT_LISTS:
+            yield from definitions(child, defs, qual)
+            continue
+        if child.type in _TRANSPARENT and child.type not in defs and (inner := body(child)) is not None:
+            yield from definitions(inner, defs, qual)
+            continue
+        found = _unwrap(child, defs)
+        if found is None:
+            attached = [*attached, child] if _attached(child) else []
+            yield child, None
+            continue
+        definition, outer, kind = found
+        name = def_name(definition) or "<anonymous>"
+        if kind == "function" and qual is not None:
+            kind = "method"
+        start = attached[0].start_point[0] if attached else outer.start_point[0]
+        attached = []
+        yield child, Definition(definition, outer, name, kind, f"{qual}.{name}" if qual else name,
+                                start, outer.end_point[0])
+
+
+def has_definitions(node, defs) -> bool:
+    return any(_unwrap(c, defs) for c in node.named_children)
+
+
+def first_definition_line(node, defs) -> int | None:
+    for _, found in definitions(node, defs, None):
+        if found is not None:
+            return found.start
+    return None

@@ -1,0 +1,7 @@
+; calls: f(x), M.f(x), obj:f(x)
+((function_call name: (identifier) @call) (#not-eq? @call "require"))
+(function_call name: (dot_index_expression table: (_) @call.object field: (identifier) @call.attr))
+(function_call name: (method_index_expression table: (_) @call.object method: (identifier) @call.attr))
+; imports: require("a.b") (and `require "a.b"`, parsed the same)
+((function_call name: (identifier) @_require arguments: (arguments (string content: (string_content) @import)))
+ (#eq? @_require "require"))
