@@ -19,12 +19,14 @@ _DEFS: dict[str, dict[str, str]] = {
                    "class_declaration": "class", "method_definition": "method"},
     "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class"},
     "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
-             "trait_item": "class", "mod_item": "class"},
+             "trait_item": "class", "mod_item": "class", "macro_definition": "function"},
     "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
              "record_declaration": "class", "method_declaration": "method", "constructor_declaration": "method"},
-    "c": {"function_definition": "function", "struct_specifier": "class"},
+    "c": {"function_definition": "function", "struct_specifier": "class", "enum_specifier": "class",
+          "type_definition": "class", "preproc_function_def": "function"},
     "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
-            "namespace_definition": "class"},
+            "namespace_definition": "class", "enum_specifier": "class", "type_definition": "class",
+            "preproc_function_def": "function"},
     "ruby": {"method": "method", "singleton_method": "method", "class": "class", "module": "class"},
     "php": {"function_definition": "function", "method_declaration": "method", "class_declaration": "class",
             "interface_declaration": "class", "trait_declaration": "class", "enum_declaration": "class"},
@@ -64,9 +66,11 @@ _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
 # Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
 # braced form) names every type of a file the same, so it is no chunk and no part of a qualname
 # (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
-# Haskell's top-level `declarations` is a list of definitions, nothing more.
-_TRANSPARENT = {"namespace_declaration", "namespace_definition"}
-_TRANSPARENT_LISTS = {"declarations"}
+# Haskell's top-level `declarations` is a list of definitions, nothing more, as are C's conditional
+# blocks (`#ifdef X ... #else ... #endif`, around much of a C library) and C++'s `extern "C" { }`.
+_TRANSPARENT = {"namespace_declaration", "namespace_definition", "linkage_specification"}
+_TRANSPARENT_LISTS = {"declarations", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+                      "preproc_elifdef"}
 _BODY_FIELDS = ("body", "declaration_list", "declarations")
 _BODY_TYPES = ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body", "enum_body",
                "statement_block", "do_block", *_ZIG_CONTAINERS)
@@ -128,8 +132,11 @@ def _unwrap(node, defs):
 
 def def_name(node) -> str | None:
     """The declared name of a definition node, across grammars."""
-    if node.type == "impl_item":  # `impl Trait for Type` is named after the type
-        return _text(node.child_by_field_name("type"))
+    if node.type == "impl_item":  # `impl<T> Trait for Type<T>` is named after the type, without its parameters
+        named = node.child_by_field_name("type")
+        if named is not None and named.type == "generic_type":
+            named = named.child_by_field_name("type") or named
+        return _text(named)
     if node.type == "init_declaration":  # Swift initialisers have no name of their own
         return "init"
     if node.type == "companion_object" and node.child_by_field_name("name") is None:  # Kotlin
@@ -226,8 +233,9 @@ def definitions(node, defs: dict[str, str], qual: str | None):
             kind = "method"
         start = attached[0].start_point[0] if attached else outer.start_point[0]
         attached = []
-        yield child, Definition(definition, outer, name, kind, f"{qual}.{name}" if qual else name,
-                                start, outer.end_point[0])
+        end_row, end_column = outer.end_point
+        end = end_row - 1 if end_column == 0 and end_row > outer.start_point[0] else end_row  # a `#define`'s newline
+        yield child, Definition(definition, outer, name, kind, f"{qual}.{name}" if qual else name, start, end)
 
 
 def has_definitions(node, defs) -> bool:

@@ -52,3 +52,21 @@ def test_identifiers_are_split_and_kept_whole():
     assert split_identifier("getHTTPResponse_code") == ["get", "http", "response", "code"]
     t = terms("merge_environment_settings XMLParser")
     assert {"merge_environment_settings", "merge", "environment", "settings", "xmlparser", "xml", "parser"} <= set(t)
+
+
+def test_c_functions_under_conditional_compilation_are_definitions():
+    # much of a C library sits inside `#ifndef FEATURE_DISABLED ... #endif`; `extern "C" { }` in C++
+    body = "\n".join(f"  total += part_{i};" for i in range(60))
+    text = (f'#include "http.h"\n#define CLAMP(x, lo, hi) ((x) < (lo) ? (lo) : (x) > (hi) ? (hi) : (x))\n'
+            f'#ifndef CURL_DISABLE_HTTP\nstatic int http_total(void)\n{{\n  int total = 0;\n{body}\n  return total;\n}}\n'
+            f'#ifdef USE_HTTP2\nint http2_total(void)\n{{\n{body}\n  return 2;\n}}\n#endif\n#endif\n')
+    symbols = {c.symbol for c in chunk_file("lib/http.c", text, "c")}
+    assert {"http_total", "http2_total"} <= symbols, symbols
+    cpp = 'extern "C" {\n' + text.split("#ifndef")[1].split("\n", 1)[1].rsplit("#endif", 2)[0] + "}\n"
+    assert "http_total" in {c.symbol for c in chunk_file("lib/http.cc", cpp, "cpp")}
+
+
+def test_a_generic_rust_impl_is_named_after_its_type():
+    body = "\n".join(f"        write!(f, \"{{}}\", self.{i})?;" for i in range(120))
+    text = f"impl<T: Clone> fmt::Display for Wrapper<T> {{\n    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {{\n{body}\n        Ok(())\n    }}\n}}\n"
+    assert "Wrapper.fmt" in {c.symbol for c in chunk_file("src/wrapper.rs", text, "rust")}
