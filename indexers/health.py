@@ -5,7 +5,8 @@ vectors (LanceDB) are derived from it. At open:
 - the store must open and pass `PRAGMA quick_check`; if not, it is set aside (`index.db.damaged`)
   with the derived parts, and the index is rebuilt from the tree by the next sync;
 - the lexical index must open, answer a search, and hold one document per stored chunk; if not,
-  it is rebuilt from the store's chunks (no file is re-read);
+  it is rebuilt from the store's chunks (no file is re-read). A full reindex checks it again, so
+  a part lost while serving is healed without a restart;
 - the vectors must open, every row must be readable (a scan of the id column), and they must
   hold a row for each chunk the store calls embedded; if not, they are reset and every chunk is
   embedded again, behind lexical answers as on a first start.
@@ -75,18 +76,37 @@ def open_lexical(index_dir: Path, store, repairs: list[str], write_lock: Callabl
         lexical = LexicalIndex(directory)
     try:
         with write_lock():
-            chunks = store.counts()["chunks"]
-            documents = lexical.num_docs()
-            if why is None and documents == chunks:
-                return lexical
-            why = why or f"{documents} documents for {chunks} chunks"
-            lexical.rebuild(store.iter_chunks())
-    except IndexBusy:
-        return lexical
+            _match_store(lexical, store, why, repairs)
+    except IndexBusy:  # another process is writing: counts may differ for a moment; next start checks
+        pass
+    return lexical
+
+
+def heal_lexical(lexical, store, repairs: list[str]) -> None:
+    """The check of `open_lexical` on a served index (a full reindex runs it, under the write lock
+    it holds): a part lost or garbled since start is rebuilt in place, from the store."""
+    why = None
+    try:
+        lexical.reopen()
+        lexical.search("heal probe", 1)
+    except (ValueError, OSError, RuntimeError) as exc:
+        why = f"{type(exc).__name__}: {str(exc)[:120]}"
+        lexical.reopen(empty=True)
+    _match_store(lexical, store, why, repairs)
+
+
+def _match_store(lexical, store, why: str | None, repairs: list[str]) -> None:
+    """Rebuild the lexical index from the store's chunks when it was damaged or does not hold one
+    document per chunk (the caller holds the write lock)."""
+    chunks = store.counts()["chunks"]
+    documents = lexical.num_docs()
+    if why is None and documents == chunks:
+        return
+    why = why or f"{documents} documents for {chunks} chunks"
+    lexical.rebuild(store.iter_chunks())
     note = f"the lexical index was damaged ({why}): rebuilt from the chunk store"
     log.warning(note)
     repairs.append(note)
-    return lexical
 
 
 def open_vectors(index_dir: Path, dim: int, store, repairs: list[str], write_lock: Callable):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import shutil
 import threading
 import time
 from collections.abc import Iterable
@@ -51,6 +52,16 @@ class LexicalIndex:
         self._lock = threading.Lock()
         self._queries: dict[str, object] = {}  # question text -> its built query, newest last
         self._queries_lock = threading.Lock()
+
+    def reopen(self, *, empty: bool = False) -> None:
+        """Read the index from disk again (a part may have changed under it); `empty` starts over."""
+        with self._lock:
+            if empty:
+                shutil.rmtree(self.directory, ignore_errors=True)
+                self.directory.mkdir(parents=True, exist_ok=True)
+            self.index = tantivy.Index(self.schema, path=str(self.directory))
+            with self._queries_lock:
+                self._queries.clear()
 
     def replace(self, paths: Iterable[str], chunks: Iterable[Chunk], *, everything: bool = False) -> None:
         """Delete every document of `paths` (or all of them), add `chunks`, commit once."""

@@ -142,6 +142,8 @@ class Indexer:
                 except Exception as exc:  # housekeeping: the last commit stands, the next sync tries again
                     log.warning("lexical index not rebuilt (%s); it keeps answering as it was", exc)
             result.skipped = dict(skipped)
+            if full and scopes is None:  # a full reindex also repairs what was damaged since start
+                health.heal_lexical(self.lexical, self.store, self.repairs)
             if scopes is None and not (should_stop and should_stop()):
                 self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
                 self.store.set_meta("chunker", CHUNKER_VERSION)

@@ -78,6 +78,26 @@ def test_a_damaged_lexical_index_is_rebuilt_from_the_store(indexed, damage):
         engine.close()
 
 
+@pytest.mark.parametrize("damage", ["meta_lost", "segment_garbled"])
+def test_a_full_reindex_heals_a_lexical_index_damaged_while_serving(indexed, damage):
+    config, expected = indexed
+    engine = reopen(config)
+    try:
+        tantivy = config.index_dir / "tantivy"
+        if damage == "meta_lost":
+            (tantivy / "meta.json").unlink()
+        else:
+            for part in tantivy.iterdir():
+                if part.suffix in (".idx", ".term", ".store"):
+                    part.write_bytes(os.urandom(max(64, part.stat().st_size)))
+        engine.reindex(full=True)
+        assert any("lexical" in r for r in engine.status().repairs or [])
+        assert engine.indexer.lexical.num_docs() == engine.store.counts()["chunks"]
+        assert top_file(engine) == expected
+    finally:
+        engine.close()
+
+
 def test_lost_vectors_are_made_again_and_status_is_not_ready_meanwhile(indexed):
     config, _ = indexed
     fragments = [p for p in (config.index_dir / "lance").rglob("data/*.lance") if p.is_file()]
