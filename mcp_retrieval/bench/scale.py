@@ -1,7 +1,7 @@
 """Scale benchmark: cold index time by phase, chunks/s, peak RSS, first lexical answer, warm
 latencies, one-file incremental update — next to the physical floor of the parts.
 
-    python -m mcp_retrieval.bench scale --root /path/to/work/tree [--queries FILE] [--no-dense]
+    python -m mcp_retrieval.bench scale --root /path/to/work/tree [--queries FILE] [--no-dense | --embedder static]
 
 Starts from an empty index and an empty embedding cache (both in a temporary folder unless
 given), so every figure is a cold one. Prints a JSON report.
@@ -78,14 +78,15 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default=None, help="folder for the cold index and cache (default: temporary)")
     ap.add_argument("--queries", default=None, help="one question per line (default: drawn from the index)")
     ap.add_argument("--no-dense", action="store_true")
+    ap.add_argument("--embedder", choices=("minilm", "static"), default="minilm", help="the dense tier's model")
     ap.add_argument("--cache-dir", default=None, help="reuse this embedding cache (index still cold)")
     ap.add_argument("--code-only", action="store_true", help="embed source chunks only (tests, prose pending)")
     args = ap.parse_args(argv)
     work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-scale-"))
     cfg = Config.resolve(args.root, work / "index", persist_sessions=False,
-                         embedder="none" if args.no_dense else "minilm")
+                         embedder="none" if args.no_dense else args.embedder)
     cfg.cache_dir = Path(args.cache_dir) if args.cache_dir else work / "cache"
-    report: dict = {"root": str(cfg.root), "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
+    report: dict = {"root": str(cfg.root), "embedder": cfg.embedder, "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
     with PeakRSS() as rss_index:
         engine = Engine(cfg)
         t0 = time.perf_counter()
