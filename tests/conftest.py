@@ -61,6 +61,24 @@ def no_stage_raises(request, monkeypatch):
         pytest.fail("a pipeline stage raised: " + "; ".join(raised[:3]))
 
 
+def engine_over(sources: dict[str, str], tmp: Path) -> Engine:
+    """An indexed Engine (hash embedder) over a workspace of `sources` (path -> text) in `tmp`."""
+    root = tmp / "ws"
+    for rel, text in sources.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    config = Config.resolve(root, tmp / "index", persist_sessions=False)
+    config.cache_dir = tmp / "cache"
+    eng = Engine(config, embedder=HashEmbedder())
+    eng.reindex()
+    return eng
+
+
+def defined_ids(engine: Engine, path: str) -> set[str]:
+    """The ids of the definitions in `path`, as `query_graph` lists them."""
+    return {n.id for n in engine.query_graph(path, relation="defines", depth=3).nodes}
+
+
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
     return make_workspace(tmp_path / "ws")

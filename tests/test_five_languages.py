@@ -6,16 +6,13 @@ signatures + equations, Lua `M.f`/`M:f`, Zig `const T = struct` and inline tests
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from mcp_retrieval import Config, Engine
 from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
-from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, is_test_chunk, is_test_path, language_for
 from mcp_retrieval.workspace import Workspace
+from tests.conftest import defined_ids, engine_over
 
 SOURCES = {
     "bash_it.sh": """#!/usr/bin/env bash
@@ -175,15 +172,7 @@ test "writeSliceWrapping wraps at the end" {
 
 @pytest.fixture(scope="module")
 def shop(tmp_path_factory: pytest.TempPathFactory):
-    tmp = tmp_path_factory.mktemp("five")
-    root = tmp / "ws"
-    for rel, text in SOURCES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    config = Config.resolve(root, tmp / "index", persist_sessions=False)
-    config.cache_dir = tmp / "cache"
-    eng = Engine(config, embedder=HashEmbedder())
-    eng.reindex()
+    eng = engine_over(SOURCES, tmp_path_factory.mktemp("five"))
     yield eng
     eng.close()
 
@@ -207,8 +196,7 @@ def test_the_five_languages_are_parsed():
     ("src/ring_buffer.zig", "RingBuffer.writeSliceWrapping"),
 ])
 def test_definitions_are_found_by_qualified_name(shop, path, symbol):
-    r = shop.query_graph(path, relation="defines", depth=3)
-    assert f"{path}::{symbol}" in {n.id for n in r.nodes}
+    assert f"{path}::{symbol}" in defined_ids(shop, path)
 
 
 def test_an_elixir_functions_doc_spec_and_clauses_are_one_chunk():

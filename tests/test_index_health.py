@@ -59,21 +59,29 @@ def test_a_damaged_chunk_store_is_set_aside_and_rebuilt_from_the_files(indexed, 
         engine.close()
 
 
-@pytest.mark.parametrize("damage", ["meta_lost", "segment_garbled"])
-def test_a_damaged_lexical_index_is_rebuilt_from_the_store(indexed, damage):
-    config, expected = indexed
-    tantivy = config.index_dir / "tantivy"
+def damage_lexical(index_dir, damage: str) -> None:
+    tantivy = index_dir / "tantivy"
     if damage == "meta_lost":
         (tantivy / "meta.json").unlink()
     else:
         for part in tantivy.iterdir():
             if part.suffix in (".idx", ".term", ".store"):
                 part.write_bytes(os.urandom(max(64, part.stat().st_size)))
+
+
+def assert_lexical_healed(engine: Engine, expected: str) -> None:
+    assert any("lexical" in r for r in engine.status().repairs or [])
+    assert engine.indexer.lexical.num_docs() == engine.store.counts()["chunks"]
+    assert top_file(engine) == expected
+
+
+@pytest.mark.parametrize("damage", ["meta_lost", "segment_garbled"])
+def test_a_damaged_lexical_index_is_rebuilt_from_the_store(indexed, damage):
+    config, expected = indexed
+    damage_lexical(config.index_dir, damage)
     engine = Engine(config, embedder=HashEmbedder())  # no reindex: the store alone must heal it
     try:
-        assert any("lexical" in r for r in engine.status().repairs or [])
-        assert engine.indexer.lexical.num_docs() == engine.store.counts()["chunks"]
-        assert top_file(engine) == expected
+        assert_lexical_healed(engine, expected)
     finally:
         engine.close()
 
@@ -83,17 +91,9 @@ def test_a_full_reindex_heals_a_lexical_index_damaged_while_serving(indexed, dam
     config, expected = indexed
     engine = reopen(config)
     try:
-        tantivy = config.index_dir / "tantivy"
-        if damage == "meta_lost":
-            (tantivy / "meta.json").unlink()
-        else:
-            for part in tantivy.iterdir():
-                if part.suffix in (".idx", ".term", ".store"):
-                    part.write_bytes(os.urandom(max(64, part.stat().st_size)))
+        damage_lexical(config.index_dir, damage)
         engine.reindex(full=True)
-        assert any("lexical" in r for r in engine.status().repairs or [])
-        assert engine.indexer.lexical.num_docs() == engine.store.counts()["chunks"]
-        assert top_file(engine) == expected
+        assert_lexical_healed(engine, expected)
     finally:
         engine.close()
 

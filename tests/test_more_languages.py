@@ -8,14 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from mcp_retrieval import Config, Engine
 from mcp_retrieval.extract import extract
 from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.indexers.chunk import chunk_file
-from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, PROSE_LANGUAGES, is_test_path, \
     language_for
 from mcp_retrieval.workspace import Workspace
+from tests.conftest import defined_ids, engine_over
 
 SOURCES = {
     "lib/shop/cart.rb": """require_relative '../util/pricing'
@@ -101,16 +100,8 @@ class Wallet(val owner: String) {
 
 
 @pytest.fixture
-def polyglot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    root = tmp_path / "ws"
-    for rel, text in SOURCES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
-    config = Config.resolve(root, tmp_path / "index", persist_sessions=False)
-    config.cache_dir = tmp_path / "cache"
-    eng = Engine(config, embedder=HashEmbedder())
-    eng.reindex()
+def polyglot(tmp_path: Path):
+    eng = engine_over(SOURCES, tmp_path)
     yield eng
     eng.close()
 
@@ -133,8 +124,7 @@ def test_each_new_language_is_recognised_and_code_is_never_prose():
     ("app/src/main/kotlin/shop/Wallet.kt", "Wallet.refundPayment"),
 ])
 def test_definitions_are_found_by_qualified_name(polyglot, path, symbol):
-    r = polyglot.query_graph(path, relation="defines", depth=3)
-    assert f"{path}::{symbol}" in {n.id for n in r.nodes}
+    assert f"{path}::{symbol}" in defined_ids(polyglot, path)
 
 
 def test_a_long_definition_is_its_own_chunk_with_its_name():
