@@ -9,6 +9,7 @@ replaces its own rows.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import logging
 import re
@@ -75,8 +76,9 @@ def extract(path: str, language: str, tree) -> FileGraph:
     if query is None:
         return graph
     spans.sort(key=lambda s: (s[0], -s[1]))
+    starts = [s[0] for s in spans]
     for _, captures in QueryCursor(query).matches(tree.root_node):
-        _add_match(captures, path, spans, graph)
+        _add_match(captures, path, spans, starts, graph)
     return graph
 
 
@@ -104,14 +106,13 @@ def _collect_defs(node, defs, path, qual, parent_id, graph, spans, depth) -> Non
                           sid, graph, spans, depth + 1)
 
 
-def _enclosing(spans, line: int, default: str) -> str:
-    best = default
-    for start, end, sid, _ in spans:
-        if start > line:
-            break
-        if start <= line <= end:
-            best = sid  # spans are sorted by start, so the last hit is the innermost
-    return best
+def _enclosing(spans, starts: list[int], line: int, default: str) -> str:
+    """The innermost definition around `line`: of the spans (sorted by start, outer first on a
+    tie) starting at or before it, the last that still contains it."""
+    for i in range(bisect.bisect_right(starts, line) - 1, -1, -1):
+        if spans[i][1] >= line:
+            return spans[i][2]
+    return default
 
 
 def _text(nodes) -> str:
@@ -119,10 +120,10 @@ def _text(nodes) -> str:
     return node.text.decode("utf-8", "replace") if node.text is not None else ""
 
 
-def _add_match(captures: dict, path: str, spans, graph: FileGraph) -> None:
+def _add_match(captures: dict, path: str, spans, starts: list[int], graph: FileGraph) -> None:
     anchor = next(iter(captures.values()))[0]
     line = anchor.start_point[0] + 1
-    source = _enclosing(spans, line, path)
+    source = _enclosing(spans, starts, line, path)
     if "call" in captures:
         graph.edges.append((path, source, _text(captures["call"]), "call", line))
     elif "call.attr" in captures:
