@@ -72,8 +72,7 @@ class CodeGraph:
 
     @classmethod
     def load(cls, store: Store) -> "CodeGraph":
-        nodes = [Node(*row) for row in store.query(
-            "SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols ORDER BY path, start_line")]
+        nodes = [Node(*row) for row in store.symbols()]
         resolver = _Resolver(nodes)
         edges: set[tuple[int, int, str]] = set()
         external: list[tuple[int, str]] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -185,6 +185,36 @@ class Store:
                                   "ORDER BY rowid LIMIT ?", batch):
             yield _stored(row[1:])
 
+    def chunk_at(self, path: str, line: int) -> tuple[str, int, str] | None:
+        """(id, start line, text) of the chunk holding `line` of `path`: the innermost, i.e. the
+        latest-starting one (a class header and its members overlap)."""
+        with self._lock:
+            return self._db.execute("SELECT id, start_line, text FROM chunks WHERE path=? AND start_line<=? "
+                                    "AND end_line>=? ORDER BY start_line DESC LIMIT 1", (path, line, line)).fetchone()
+
+    def chunk_spans(self, paths: Sequence[str]) -> dict[str, list[tuple[int, int, str]]]:
+        """path -> (start line, end line, id) of each of its chunks."""
+        spans: dict[str, list[tuple[int, int, str]]] = {}
+        paths = list(paths)
+        for i in range(0, len(paths), 500):
+            part = paths[i: i + 500]
+            for cid, path, start, end in self.query(f"SELECT id, path, start_line, end_line FROM chunks WHERE path "
+                                                    f"IN ({','.join('?' * len(part))})", part):
+                spans.setdefault(path, []).append((start, end, cid))
+        return spans
+
+    def ids_in_languages(self, ids: Sequence[str], languages: Sequence[str]) -> set[str]:
+        """The ones of `ids` whose chunks are in one of `languages`."""
+        if not ids or not languages:
+            return set()
+        return {row[0] for row in self.query(f"SELECT id FROM chunks WHERE id IN ({','.join('?' * len(ids))}) AND "
+                                             f"language IN ({','.join('?' * len(languages))})", (*ids, *languages))}
+
+    def embed_inputs(self) -> Iterator[tuple[str, str]]:
+        """(header, text) of every chunk: what its vector was made from."""
+        for row in self._by_rowid("SELECT rowid, header, text FROM chunks WHERE rowid > ? ORDER BY rowid LIMIT ?", 2_000):
+            yield row[1:]
+
     def chunk_ids_for_paths(self, paths: Sequence[str]) -> list[str]:
         out: list[str] = []
         with self._lock:
@@ -247,9 +277,33 @@ class Store:
 
     # --- symbols and graph -------------------------------------------------------------
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
-        """Read-only SQL for the graph and anchor lookups (kept in one place for locking)."""
+        """Read-only SQL under the store's lock: for the methods here and for the benchmarks; the
+        server's query modules call the named methods instead, so the schema lives in this file."""
         with self._lock:
             return self._db.execute(sql, params).fetchall()
+
+    def symbols(self) -> list[tuple]:
+        """(id, path, name, qualname, kind, start line, end line) of every symbol, by path and line."""
+        return self.query("SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols "
+                          "ORDER BY path, start_line")
+
+    def definition_counts(self, names: Sequence[str]) -> dict[str, int]:
+        """name -> how many definitions (not files) carry it, for the names that have any."""
+        if not names:
+            return {}
+        return dict(self.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN "
+                               f"({','.join('?' * len(names))}) GROUP BY name", list(names)))
+
+    def definitions_named(self, names: Sequence[str]) -> list[tuple[str, str, int]]:
+        """(name, path, first line) of every definition of one of `names`."""
+        if not names:
+            return []
+        return self.query(f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
+                          f"({','.join('?' * len(names))})", list(names))
+
+    def import_specs(self, path: str) -> list[str]:
+        """The import specs the indexer read in a file, as written (`indexers.import_links` reads them)."""
+        return [t for (t,) in self.query("SELECT target FROM edges WHERE path=? AND type='import'", (path,))]
 
     def iter_edges(self, imports: bool, batch: int = 20_000):
         """(path, source, target, type) of the import edges, or of all others, in rowid batches:

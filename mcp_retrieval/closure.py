@@ -84,9 +84,8 @@ def dependencies(engine, placed: list, limit: int = MAX_SIGNATURES) -> list[Sign
 
 def _signature(engine, node) -> str | None:
     """From the indexed chunk holding the definition's first line (the innermost, latest-starting)."""
-    rows = engine.store.query("SELECT start_line, text FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
-                              "ORDER BY start_line DESC LIMIT 1", (node.path, node.start_line, node.start_line))
-    return signature_text(rows[0][1], rows[0][0], node.start_line) if rows else None
+    found = engine.store.chunk_at(node.path, node.start_line)
+    return signature_text(found[2], found[1], node.start_line) if found else None
 
 
 def render(signatures: list[Signature], show_root: bool) -> str:

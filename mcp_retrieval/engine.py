@@ -419,7 +419,7 @@ class Engine:
 
     def import_specs(self, path: str) -> list[str]:
         """The import specs the indexer read in a file (`mcp_retrieval.indexers.import_links` reads them)."""
-        return [t for (t,) in self.store.query("SELECT target FROM edges WHERE path=? AND type='import'", (path,))]
+        return self.store.import_specs(path)
 
     def debug_report(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()

@@ -180,10 +180,7 @@ def _in_languages(retriever: Retriever, hits: list[tuple[str, float]], languages
     """The hits whose chunks are in one of `languages`, in order."""
     if not hits:
         return hits
-    marks = ",".join("?" * len(hits))
-    keep = {row[0] for row in retriever.store.query(
-        f"SELECT id FROM chunks WHERE id IN ({marks}) AND language IN ({','.join('?' * len(languages))})",
-        (*(cid for cid, _ in hits), *languages))}
+    keep = retriever.store.ids_in_languages([cid for cid, _ in hits], languages)
     return [h for h in hits if h[0] in keep]
 
 
@@ -222,10 +219,9 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
         graph_ids: list[tuple[str, float]] = []
         for node, score in expanded:
             n = graph.nodes[node]
-            hit = retriever.store.query("SELECT id FROM chunks WHERE path=? AND start_line<=? AND end_line>=? "
-                                        "ORDER BY start_line DESC LIMIT 1", (n.path, n.start_line, n.start_line))
-            if hit and hit[0][0] not in {g for g, _ in graph_ids}:
-                graph_ids.append((hit[0][0], score))
+            hit = retriever.store.chunk_at(n.path, n.start_line)
+            if hit and hit[0] not in {g for g, _ in graph_ids}:
+                graph_ids.append((hit[0], score))
             if len(graph_ids) >= GRAPH_CAP:
                 break
         weight = config.tier_weights.get("graph", 0.5)

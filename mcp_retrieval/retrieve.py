@@ -280,33 +280,17 @@ class Retriever:
     def _definition_credits(self, mentions: dict[str, int]) -> list[tuple[str, int, float]]:
         """(path, line, weight) of each definition of a rare name among `mentions` (name -> times the
         question uses it; at most MAX_SYMBOL_DEFS definitions), weighted uses (at most 4) /
-        sqrt(definitions). Two SQL queries: counts, then rare rows."""
-        if not mentions:
-            return []
-        marks = ",".join("?" * len(mentions))
-        counts = dict(self.store.query(f"SELECT name, COUNT(*) FROM symbols WHERE kind!='file' AND name IN ({marks}) "
-                                       "GROUP BY name", list(mentions)))
+        sqrt(definitions). Two reads: counts, then the rare names' definitions."""
+        counts = self.store.definition_counts(list(mentions))
         rare = [n for n in mentions if 0 < counts.get(n, 0) <= MAX_SYMBOL_DEFS]
-        credits = []
-        if rare:
-            for name, path, line in self.store.query(
-                    f"SELECT name, path, start_line FROM symbols WHERE kind!='file' AND name IN "
-                    f"({','.join('?' * len(rare))})", rare):
-                credits.append((path, line, min(mentions[name], 4) / counts[name] ** 0.5))
-        return credits
+        return [(path, line, min(mentions[name], 4) / counts[name] ** 0.5)
+                for name, path, line in self.store.definitions_named(rare)]
 
     def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
         """Each definition's weight goes to the chunk holding its first line (the innermost,
         i.e. latest-starting, one), else to the next chunk of the file: the line may sit in a
         merged neighbour or a header piece."""
-        paths = sorted({path for path, _, _ in credits})
-        spans: dict[str, list[tuple[int, int, str]]] = {}
-        for i in range(0, len(paths), 500):
-            part = paths[i: i + 500]
-            for cid, path, start, end in self.store.query(
-                    f"SELECT id, path, start_line, end_line FROM chunks WHERE path IN ({','.join('?' * len(part))})",
-                    part):
-                spans.setdefault(path, []).append((start, end, cid))
+        spans = self.store.chunk_spans(sorted({path for path, _, _ in credits}))
         scored: dict[str, float] = {}
         for path, line, weight in credits:
             chunks = spans.get(path, [])

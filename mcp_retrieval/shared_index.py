@@ -208,7 +208,7 @@ def _publish_embeddings(engine, store: StoreURL) -> int:
     model = engine.store.get_meta("vector_model")
     if not model or engine.cache is None:
         return 0
-    shas = sorted({text_sha(embed_text(h, t)) for h, t in engine.store.query("SELECT header, text FROM chunks")})
+    shas = sorted({text_sha(embed_text(h, t)) for h, t in engine.store.embed_inputs()})
     found = engine.cache.get_many(model, shas)
     if not found:
         return 0
