@@ -61,5 +61,24 @@ def budget_counts(texts: Sequence[str]) -> list[int]:
     return [max(n, byte_floor(t)) if t else 0 for n, t in zip(counts, texts)]
 
 
+# WordPiece splits at whitespace first, so a text's count is the sum of its lines' counts: a
+# window assembled again and again from the same chunks (each `context` renders and counts it a
+# few times) costs a tokenizer call only for lines not seen before.
+LINE_CACHE_MAX = 200_000
+_LINE_TOKENS: dict[str, int] = {}
+
+
 def budget_tokens(text: str) -> int:
-    return budget_counts([text])[0]
+    """`budget_counts` of one text, counted line by line through a cache of lines (the same number)."""
+    if not text:
+        return 0
+    lines = text.split("\n")
+    known = {line: _LINE_TOKENS.get(line) for line in set(lines)}
+    missing = [line for line, n in known.items() if n is None]
+    if missing:
+        fresh = dict(zip(missing, count_tokens(missing)))
+        known.update(fresh)
+        if len(_LINE_TOKENS) + len(fresh) > LINE_CACHE_MAX:
+            _LINE_TOKENS.clear()
+        _LINE_TOKENS.update(fresh)
+    return max(sum(known[line] for line in lines), byte_floor(text))

@@ -47,6 +47,7 @@ class _Walk:
         self.dst = np.asarray(dst, dtype=np.int64)
         self.weight = np.asarray(weight, dtype=np.float64)
         self.damp = 1.0 / (1.0 + np.maximum(0, degree - 20) / 20)  # hubs pass on less
+        self.is_file = np.array([node.kind == "file" for node in graph.nodes], dtype=bool)
         # the steps are built node by node, so `dst` read by `indptr` is the undirected adjacency (CSR)
         self.indptr = np.concatenate([[0], np.cumsum(degree)])
 
@@ -90,27 +91,43 @@ def personalized_pagerank(graph: CodeGraph, seeds: dict[int, float], hops: int =
 
     Each node shares its rank among its steps that stay in the neighbourhood, in proportion to
     their weights, times its damping; each iteration is one `np.bincount` over those steps."""
+    nodes, rank = _ranked(graph, seeds, hops)
+    return {int(nodes[i]): float(rank[i]) for i in np.flatnonzero(rank)}
+
+
+def _ranked(graph: CodeGraph, seeds: dict[int, float], hops: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the neighbourhood's nodes, sorted; their ranks). Works in the neighbourhood's own index
+    space: only its nodes' steps are read (CSR rows), never the whole graph's edge list."""
     if not seeds:
-        return {}
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
     walk = _walk(graph)
     inside = neighbourhood(graph, list(seeds), hops)
-    keep = inside[walk.src] & inside[walk.dst]
-    src, dst, weight = walk.src[keep], walk.dst[keep], walk.weight[keep]
-    total_weight = np.bincount(src, weights=weight, minlength=walk.size)
-    share = walk.damp[src] * weight / total_weight[src]
+    nodes = np.flatnonzero(inside)
+    starts, lengths = walk.indptr[nodes], walk.indptr[nodes + 1] - walk.indptr[nodes]
+    steps = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
+    steps = steps[inside[walk.dst[steps]]]  # steps that stay in the neighbourhood
+    src, dst, weight = walk.src[steps], walk.dst[steps], walk.weight[steps]
+    local_src, local_dst = np.searchsorted(nodes, src), np.searchsorted(nodes, dst)
+    total_weight = np.bincount(local_src, weights=weight, minlength=len(nodes))
+    share = walk.damp[src] * weight / total_weight[local_src]
     total = sum(seeds.values())
-    restart = np.zeros(walk.size)
+    restart = np.zeros(len(nodes))
     for n, w in seeds.items():
-        restart[n] = w / total
+        restart[np.searchsorted(nodes, n)] += w / total
     rank = restart.copy()
     for _ in range(ITERATIONS):
-        rank = ALPHA * restart + (1 - ALPHA) * np.bincount(dst, weights=rank[src] * share, minlength=walk.size)
-    return {int(i): float(rank[i]) for i in np.flatnonzero(rank)}
+        rank = ALPHA * restart + (1 - ALPHA) * np.bincount(local_dst, weights=rank[local_src] * share,
+                                                           minlength=len(nodes))
+    return nodes, rank
 
 
 def expand(graph: CodeGraph, seeds: dict[int, float], exclude: set[int], cap: int, hops: int = 2) -> list[tuple[int, float]]:
-    """Definitions most connected to the seeds, best first, at most `cap`."""
-    ranks = personalized_pagerank(graph, seeds, hops)
-    scored = [(n, s) for n, s in ranks.items() if n not in exclude and graph.nodes[n].kind != "file"]
-    scored.sort(key=lambda kv: (-kv[1], kv[0]))
-    return scored[:cap]
+    """Definitions most connected to the seeds, best first (ties by node), at most `cap`."""
+    nodes, rank = _ranked(graph, seeds, hops)
+    keep = (rank > 0) & ~_walk(graph).is_file[nodes]
+    if exclude:
+        keep &= ~np.isin(nodes, np.fromiter(exclude, dtype=np.int64, count=len(exclude)))
+    nodes, rank = nodes[keep], rank[keep]
+    order = np.lexsort((nodes, -rank))[:cap]
+    return [(int(nodes[i]), float(rank[i])) for i in order]
+

@@ -424,3 +424,14 @@ def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_ov
     assert len(served.placed) == 13 and not any(p.excerpt for p in served.placed) and served.tokens <= budget
     monkeypatch.setattr(assembly, "EXACT_REMAINING", False)  # by the books alone: the last one is left out
     assert len(window().placed) == 12
+
+
+def test_a_window_is_counted_line_by_line_to_the_same_number():
+    import pathlib
+
+    from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
+
+    texts = ["def f(x):\n    return x + 1\n", "日本語のテキスト\n混在 mixed\twith tabs\r\nand CRLF", "x" * 500 + "\n" + "é" * 50,
+             "\n\n", "a\u0000b\nc\u200bd", (pathlib.Path(__file__).read_text() * 2)]
+    for text in texts:  # twice: the second count comes from the cache of lines
+        assert budget_tokens(text) == budget_counts([text])[0] == budget_tokens(text)
