@@ -210,6 +210,8 @@ class Indexer:
         timings["lexical"] += _ms(t0)
         t0 = time.perf_counter()
         tokens = budget_counts([c.text for c in chunks]) if chunks else []
+        timings["tokens"] += _ms(t0)
+        t0 = time.perf_counter()
         symbols = [s for *_, g in batch if g for s in g.symbols]
         edges = [e for *_, g in batch if g for e in g.edges]
         self.store.replace_files(removed, [(r, lang) for r, lang, _, _ in batch], list(zip(chunks, tokens)),
