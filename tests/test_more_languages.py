@@ -4,7 +4,6 @@ as code, never as documentation. Real Tantivy and LanceDB, in a temporary worksp
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
@@ -99,9 +98,9 @@ class Wallet(val owner: String) {
 }
 
 
-@pytest.fixture
-def polyglot(tmp_path: Path):
-    eng = engine_over(SOURCES, tmp_path)
+@pytest.fixture(scope="module")
+def polyglot(tmp_path_factory: pytest.TempPathFactory):  # read-only questions: one index for the module
+    eng = engine_over(SOURCES, tmp_path_factory.mktemp("polyglot"))
     yield eng
     eng.close()
 

@@ -31,7 +31,7 @@ import numpy as np
 from mcp_retrieval.bench.semble import ndcg10
 from mcp_retrieval.file_features import FEATURES, file_features
 from mcp_retrieval.file_rank import rank_files
-from mcp_retrieval.file_scorer import FileRanker, file_scores
+from mcp_retrieval.file_scorer import FileRanker, file_scores, shipped
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.retrieve import Candidate
 
@@ -197,6 +197,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("pools", nargs="+")
     ap.add_argument("--out", default=None, help="write the model fit on every question here")
     ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
+    ap.add_argument("--shipped", action="store_true",
+                    help="also score the pools with the shipped weights (in-sample where they were trained on them)")
     args = ap.parse_args(argv)
     records = [json.loads(line) for p in args.pools for line in Path(p).read_text().splitlines() if line.strip()]
     print(f"{len(records)} questions from {len({r['repo'] for r in records})} repositories", file=sys.stderr)
@@ -214,6 +216,8 @@ def main(argv: list[str]) -> int:
     figures = {"hand_set": report(records, baseline, "hand-set file score"),
                "learned_cross_validated": report(records, by_temperature[temperature],
                                                  f"learned (temperature {temperature:g}), {FOLDS} folds")}
+    if args.shipped:
+        figures["shipped"] = report(records, [evaluate(r, shipped()) for r in records], "shipped weights")
     if args.boosted:
         boosted: list[dict] = [{}] * len(records)
         for fold in range(FOLDS):
