@@ -51,7 +51,8 @@ _DEFS: dict[str, dict[str, str]] = {
 }
 _DEFS["typescript"] = _DEFS["tsx"] = {**_DEFS["javascript"], "interface_declaration": "class",
                                        "abstract_class_declaration": "class", "enum_declaration": "class",
-                                       "type_alias_declaration": "class", "function_signature": "function"}
+                                       "type_alias_declaration": "class", "function_signature": "function",
+                                       "internal_module": "class", "module": "class"}  # namespace X, declare module "x"
 
 # Elixir: the macros that define, by the kind of what they define
 _ELIXIR_DEFINERS = {
@@ -62,7 +63,8 @@ _ELIXIR_DEFINERS = {
 _ELIXIR_ATTACHED = ("@doc", "@spec", "@impl", "@deprecated", "@since", "@decorate")
 _ZIG_CONTAINERS = ("struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration")
 
-_WRAPPERS = {"decorated_definition", "export_statement", "template_declaration"}
+_WRAPPERS = {"decorated_definition", "export_statement", "template_declaration", "ambient_declaration",
+             "expression_statement"}
 # Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
 # braced form) names every type of a file the same, so it is no chunk and no part of a qualname
 # (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
@@ -162,6 +164,8 @@ def def_name(node) -> str | None:
         return _text(names).replace(":", ".") if names is not None else None
     name = node.child_by_field_name("name")
     if name is not None:
+        if name.type == "string":  # TypeScript `declare module "express"`
+            return _text(name).strip("\"'")
         return _text(name).replace(":", ".") if name.type == "method_index_expression" else _text(name)
     declarator = node.child_by_field_name("declarator")  # C/C++ functions: walk the declarator chain
     while declarator is not None:

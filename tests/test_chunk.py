@@ -70,3 +70,11 @@ def test_a_generic_rust_impl_is_named_after_its_type():
     body = "\n".join(f"        write!(f, \"{{}}\", self.{i})?;" for i in range(120))
     text = f"impl<T: Clone> fmt::Display for Wrapper<T> {{\n    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {{\n{body}\n        Ok(())\n    }}\n}}\n"
     assert "Wrapper.fmt" in {c.symbol for c in chunk_file("src/wrapper.rs", text, "rust")}
+
+
+def test_typescript_namespaces_and_ambient_modules_name_their_members():
+    body = "\n".join(f"    if (!rule{i}.test(s)) return false;" for i in range(80))
+    text = (f"export namespace Validation {{\n  export function isEmail(s: string): boolean {{\n{body}\n    return true;\n  }}\n"
+            f"  export class Rule {{}}\n}}\ndeclare module \"express\" {{\n  interface Request {{ user?: string }}\n}}\n")
+    symbols = {c.symbol for c in chunk_file("src/validation.ts", text, "typescript")}
+    assert "Validation.isEmail" in symbols, symbols
