@@ -21,8 +21,9 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # Scala and Kotlin parsed; other code extensions no longer plain text. 3: notebooks read as their
 # cells' script (`indexers/notebooks.py`), not as JSON; generator stamps below a license header
 # (`languages.looks_generated`) mark a file generated. 4: bash, Lua, Elixir, Haskell and Zig
-# parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk.
-CHUNKER_VERSION = "4"
+# parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk; C/C++
+# definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers.
+CHUNKER_VERSION = "5"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
