@@ -236,7 +236,7 @@ class Indexer:
         with WriteLock(self._lock_path):
             while not (should_stop and should_stop()) and (max_batches is None or batches < max_batches):
                 batches += 1
-                pending = self.store.pending_chunks(EMBED_BATCH, max_priority)
+                pending = self.store.pending_chunks(getattr(self.embedder, "bulk_batch", EMBED_BATCH), max_priority)
                 if not pending:
                     break
                 inputs = [embed_text(c.header, c.text) for c in pending]
