@@ -91,8 +91,9 @@ def serve(spec, args) -> int:
         overrides["understand"] = args.understand
     if args.understand_budget != 20:
         overrides["understand_budget"] = args.understand_budget
-    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
-                               pull_from=args.pull_from, **overrides)
+    # with --from the snapshot is restored in the background (`restore_in_background`): the host's
+    # handshake never waits for the store
+    workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None, **overrides)
     watchers = []
 
     def start(engine) -> None:
@@ -107,8 +108,13 @@ def serve(spec, args) -> int:
             watcher.stop()
             watchers.remove(watcher)
 
-    for engine in workspace.engines.values():
-        start(engine)
+    for engine in list(workspace.engines.values()):
+        if args.pull_from:
+            from mcp_retrieval.shared_index import restore_in_background
+
+            restore_in_background(workspace, engine, args.pull_from, start)
+        else:
+            start(engine)
     workspace.on_added, workspace.on_removed = start, stop
     server = build_server(workspace)
     if spec.detected and args.transport == "stdio":  # see `client_roots`: one client, no roots given

@@ -42,6 +42,7 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
@@ -257,6 +258,59 @@ def pull(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None,
         cancel.cancelled = True
     log.warning("shared index not used (the store did not answer within %.0f s); indexing from scratch", deadline_s)
     return f"skipped: the store did not answer within {deadline_s:.0f} s"
+
+
+def restore_in_background(workspace, engine, url: str, start: Callable) -> threading.Thread:
+    """`serve --from`: the MCP handshake never waits for the store. The engine, opened on its empty
+    index, answers `indexing` while the nearest snapshot is restored beside that index; a restored
+    snapshot then takes the engine's place in `workspace` (calls in flight finish on the old one),
+    and `start` (background indexing and the watcher) runs on whichever engine serves: the new one
+    indexes only the difference, the old one everything, as without --from."""
+    engine.indexing = True
+
+    def run() -> None:
+        restored = None
+        try:
+            restored = _restored_engine(engine, url)
+        except Exception as exc:  # a failed swap leaves the cold engine serving, as without --from
+            log.warning("%s: shared index not used (%s: %s); indexing from scratch", engine.name, type(exc).__name__, exc)
+        finally:
+            engine.indexing = False
+        if restored is None:
+            start(engine)
+            return
+        workspace.engines[engine.name] = restored  # one dict assignment: calls see the old or the new
+        start(restored)
+        threading.Timer(30.0, engine.close).start()
+
+    worker = threading.Thread(target=run, name="mcp-retrieval-restore", daemon=True)
+    worker.start()
+    return worker
+
+
+def _restored_engine(engine, url: str):
+    """A new Engine on the snapshot pulled for `engine`'s root, or None (no snapshot, a stalled or
+    missing store, or an index that is not empty)."""
+    from mcp_retrieval.engine import Engine
+
+    config = engine.config
+    if engine.store.counts()["files"]:
+        return None
+    staging = config.index_dir.with_name(config.index_dir.name + ".restoring")
+    for leftover in [staging, *config.index_dir.parent.glob(config.index_dir.name + ".cold-*")]:
+        shutil.rmtree(leftover, ignore_errors=True)  # of a server stopped mid-restore or before its cleanup
+    outcome = pull(url, config.root, staging, EmbeddingCache(config.cache_dir / "embeddings.sqlite"),
+                   deadline_s=PULL_DEADLINE_S)
+    log.warning("%s: %s", engine.name, outcome)
+    if not outcome.startswith("pulled"):
+        shutil.rmtree(staging, ignore_errors=True)
+        return None
+    # the cold engine keeps its open files under the old name; the snapshot takes the index's place
+    cold = config.index_dir.with_name(f"{config.index_dir.name}.cold-{uuid.uuid4().hex[:8]}")
+    config.index_dir.rename(cold)
+    staging.rename(config.index_dir)
+    threading.Timer(60.0, shutil.rmtree, args=(cold,), kwargs={"ignore_errors": True}).start()
+    return Engine(config, embedder=engine.embedder, name=engine.name)
 
 
 def _pull_guarded(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, cancel: _Cancel) -> str:

@@ -14,7 +14,8 @@ import pytest
 
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.indexers.embed import EmbeddingCache, HashEmbedder
-from mcp_retrieval.shared_index import filesystem, publish, pull, repo_identity
+from mcp_retrieval import shared_index
+from mcp_retrieval.shared_index import filesystem, publish, pull, repo_identity, restore_in_background
 from mcp_retrieval.workspace import Workspace
 
 _VENV_MOTO = Path(sys.executable).parent / "moto_server"  # this environment's, not a shim on PATH
@@ -150,5 +151,50 @@ def test_a_store_that_accepts_but_never_answers_is_abandoned_at_the_deadline(wor
         engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")  # a cold index, as without --from
         assert engine.reindex().files_changed > 0
         engine.close()
+    finally:
+        silent.close()
+
+
+def test_serve_from_restores_in_the_background_and_swaps_the_snapshot_in(workspace, tmp_path, aws):
+    repo = make_repo(workspace)
+    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
+    publisher.reindex()
+    publish(publisher, "s3://team-index/bg")
+    published = publisher.status().chunks
+    publisher.close()
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(repo), str(clone))
+    git(clone, "remote", "set-url", "origin", "https://github.com/acme/shop")
+    cold = engine_for(clone, tmp_path / "idx", tmp_path / "cache")
+    ws = Workspace([cold])
+    started: list = []
+    worker = restore_in_background(ws, cold, "s3://team-index/bg", started.append)
+    assert cold.status().state == "indexing"  # answers meanwhile say so
+    worker.join(60)
+    served = ws.engines[cold.name]
+    assert served is not cold and started == [served]  # the restored engine serves and indexes
+    assert served.status().chunks == published  # from the snapshot, before any local indexing
+    assert ws.packet("where is the cart total computed").items
+
+
+def test_serve_from_a_store_that_never_answers_starts_the_cold_index(workspace, tmp_path, monkeypatch):
+    repo = make_repo(workspace)
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+                           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setattr(shared_index, "PULL_DEADLINE_S", 2)
+        cold = engine_for(repo, tmp_path / "idx", tmp_path / "c")
+        ws = Workspace([cold])
+        started: list = []
+        began = time.monotonic()
+        worker = restore_in_background(ws, cold, "s3://team-index/prod", started.append)
+        assert time.monotonic() - began < 1  # the caller (the MCP handshake) never waits for the store
+        worker.join(30)
+        assert ws.engines[cold.name] is cold and started == [cold]  # indexing from scratch, as without --from
+        cold.close()
     finally:
         silent.close()
