@@ -17,7 +17,7 @@ import fcntl
 import logging
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -158,6 +158,7 @@ class Indexer:
                should_stop: Callable[[], bool] | None = None) -> None:
         touched: list[FileRecord] = []
         batch: list[tuple[FileRecord, str, list[Chunk], tuple]] = []
+        counting: dict[str, Future] = {}  # path -> its chunks' token counts, being made
         timings = Counter()
         total = len(candidates)
         if removed:
@@ -189,33 +190,37 @@ class Indexer:
             t0 = time.perf_counter()
             graph = extract(entry.path, language, tree) if tree is not None else None
             timings["graph"] += _ms(t0)
+            # the tokenizer (Rust, no GIL) counts this file's chunks on the second core while the
+            # next files are parsed; `_flush` collects the counts
+            counting[entry.path] = _COUNTER.submit(budget_counts, [c.text for c in chunks])
             batch.append((record, language, chunks, graph))
             result.files_changed += 1
             if len(batch) >= BATCH_FILES:
-                self._flush(batch, [], result, timings)
+                self._flush(batch, [], result, timings, counting)
                 batch = []
             if progress:
                 progress("lexical", n, total)
-        self._flush(batch, [], result, timings)
+        self._flush(batch, [], result, timings, counting)
         if touched:
             self.store.touch_files(touched)
         result.timings_ms.update({k: round(v, 1) for k, v in timings.items()})
         if result.files_changed >= BATCH_FILES:
             return_freed_memory()  # parse trees and chunk texts of a big sync are garbage now
 
-    def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter) -> None:
+    def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter,
+               counting: dict[str, Future] | None = None) -> None:
         if not batch and not removed:
             return
         paths = [*removed, *(r.path for r, _, _, _ in batch)]
         chunks = [c for _, _, cs, _ in batch for c in cs]
         result.chunks_removed += len(self.store.chunk_ids_for_paths(paths))
-        # the tokenizer (Rust, no GIL) counts on the second core while Tantivy takes the batch
-        counting = _COUNTER.submit(budget_counts, [c.text for c in chunks]) if chunks else None
         t0 = time.perf_counter()
         self.lexical.replace(paths, chunks)
         timings["lexical"] += _ms(t0)
         t0 = time.perf_counter()
-        tokens = counting.result() if counting is not None else []
+        counting = counting or {}
+        tokens = [n for r, _, cs, _ in batch
+                  for n in (counting.pop(r.path).result() if r.path in counting else budget_counts([c.text for c in cs]))]
         timings["tokens"] += _ms(t0)  # what was left to wait for
         t0 = time.perf_counter()
         symbols = [s for *_, g in batch if g for s in g.symbols]
