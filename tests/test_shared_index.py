@@ -68,6 +68,15 @@ def make_repo(workspace: Path) -> Path:
     return workspace
 
 
+def publish_from(repo: Path, tmp_path: Path, url: str) -> dict:
+    """Index `repo` as CI would and publish it to `url`; the publish report."""
+    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
+    publisher.reindex()
+    report = publish(publisher, url)
+    publisher.close()
+    return report
+
+
 def engine_for(root: Path, index: Path, cache: Path) -> Engine:
     config = Config.resolve(root, index, persist_sessions=False)
     config.cache_dir = cache
@@ -106,10 +115,7 @@ def test_a_clone_a_commit_later_pulls_the_snapshot_and_embeds_only_what_changed(
 
 def test_a_publish_without_its_manifest_is_never_pulled(workspace, tmp_path, aws):
     repo = make_repo(workspace)
-    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
-    publisher.reindex()
-    publish(publisher, "s3://team-half/p")
-    publisher.close()
+    publish_from(repo, tmp_path, "s3://team-half/p")
     head = git(repo, "rev-parse", "HEAD")
     fs = filesystem()
     half = f"team-half/p/repos/github.com/acme/shop/{head}/99999999T000000Z-dead/index.db"
@@ -134,34 +140,35 @@ def test_an_unreachable_or_empty_store_is_a_warning_and_a_cold_index(workspace, 
     engine.close()
 
 
-def test_a_store_that_accepts_but_never_answers_is_abandoned_at_the_deadline(workspace, tmp_path, monkeypatch):
-    repo = make_repo(workspace)
-    silent = socket.socket()  # listens, never accepts: connections complete in the backlog, no byte comes back
+@pytest.fixture
+def silent_store(monkeypatch):
+    """A store endpoint that listens and never accepts: connections complete in the backlog, no
+    byte comes back (a stopped server)."""
+    silent = socket.socket()
     silent.bind(("127.0.0.1", 0))
     silent.listen(16)
-    try:
-        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
-                           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
-            monkeypatch.setenv(key, value)
-        started = time.monotonic()
-        outcome = pull("s3://team-index/prod", repo, tmp_path / "idx", None, deadline_s=3)
-        assert outcome.startswith("skipped: the store did not answer")
-        assert time.monotonic() - started < 10
-        assert not (tmp_path / "idx" / "index.db").exists()
-        engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")  # a cold index, as without --from
-        assert engine.reindex().files_changed > 0
-        engine.close()
-    finally:
-        silent.close()
+    for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
+                       "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
+        monkeypatch.setenv(key, value)
+    yield
+    silent.close()
+
+
+def test_a_store_that_accepts_but_never_answers_is_abandoned_at_the_deadline(workspace, tmp_path, silent_store):
+    repo = make_repo(workspace)
+    started = time.monotonic()
+    outcome = pull("s3://team-index/prod", repo, tmp_path / "idx", None, deadline_s=3)
+    assert outcome.startswith("skipped: the store did not answer")
+    assert time.monotonic() - started < 10
+    assert not (tmp_path / "idx" / "index.db").exists()
+    engine = engine_for(repo, tmp_path / "idx", tmp_path / "c")  # a cold index, as without --from
+    assert engine.reindex().files_changed > 0
+    engine.close()
 
 
 def test_serve_from_restores_in_the_background_and_swaps_the_snapshot_in(workspace, tmp_path, aws):
     repo = make_repo(workspace)
-    publisher = engine_for(repo, tmp_path / "ci-index", tmp_path / "ci-cache")
-    publisher.reindex()
-    publish(publisher, "s3://team-index/bg")
-    published = publisher.status().chunks
-    publisher.close()
+    published = publish_from(repo, tmp_path, "s3://team-index/bg")["chunks"]
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(repo), str(clone))
     git(clone, "remote", "set-url", "origin", "https://github.com/acme/shop")
@@ -177,24 +184,15 @@ def test_serve_from_restores_in_the_background_and_swaps_the_snapshot_in(workspa
     assert ws.packet("where is the cart total computed").items
 
 
-def test_serve_from_a_store_that_never_answers_starts_the_cold_index(workspace, tmp_path, monkeypatch):
+def test_serve_from_a_store_that_never_answers_starts_the_cold_index(workspace, tmp_path, silent_store, monkeypatch):
     repo = make_repo(workspace)
-    silent = socket.socket()
-    silent.bind(("127.0.0.1", 0))
-    silent.listen(16)
-    try:
-        for key, value in {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{silent.getsockname()[1]}",
-                           "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"}.items():
-            monkeypatch.setenv(key, value)
-        monkeypatch.setattr(shared_index, "PULL_DEADLINE_S", 2)
-        cold = engine_for(repo, tmp_path / "idx", tmp_path / "c")
-        ws = Workspace([cold])
-        started: list = []
-        began = time.monotonic()
-        worker = restore_in_background(ws, cold, "s3://team-index/prod", started.append)
-        assert time.monotonic() - began < 1  # the caller (the MCP handshake) never waits for the store
-        worker.join(30)
-        assert ws.engines[cold.name] is cold and started == [cold]  # indexing from scratch, as without --from
-        cold.close()
-    finally:
-        silent.close()
+    monkeypatch.setattr(shared_index, "PULL_DEADLINE_S", 2)
+    cold = engine_for(repo, tmp_path / "idx", tmp_path / "c")
+    ws = Workspace([cold])
+    started: list = []
+    began = time.monotonic()
+    worker = restore_in_background(ws, cold, "s3://team-index/prod", started.append)
+    assert time.monotonic() - began < 1  # the caller (the MCP handshake) never waits for the store
+    worker.join(30)
+    assert ws.engines[cold.name] is cold and started == [cold]  # indexing from scratch, as without --from
+    cold.close()
