@@ -106,3 +106,11 @@ def minilm(tmp_path_factory):
     from mcp_retrieval.indexers.embed import MiniLMEmbedder
 
     return MiniLMEmbedder(tmp_path_factory.mktemp("model-cache"))
+
+
+def pytest_collection_modifyitems(items):
+    """A test that runs the transformer (the `minilm` fixture) is slow: the full suite and CI run
+    it, the inner loop (`-m "not slow"`) does not."""
+    for item in items:
+        if "minilm" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
