@@ -9,7 +9,7 @@ at most `--per-repo` a repository, identical chunks once), and embedded by all-M
 shipped int8 model) from the same input the index embeds (`embed_text(header, text)`). Written in
 shards of 2,000 (`shard-00000.npz`: the inputs and their 384-dim vectors); a rerun skips the
 shards that exist, so the job resumes after a stop (with the same arguments: the sample is
-deterministic). ~15-40 chunks/s on two cores. With the defaults the 82 checked-out repositories
+deterministic). ~24 chunks/s on two cores. With the defaults the 82 checked-out repositories
 give ~12,500 chunks (3 a file); raise `--per-file` for more.
 
 The shards hold the repositories' code and stay outside this repository. Step 2 (not written
