@@ -12,9 +12,8 @@ shards that exist, so the job resumes after a stop (with the same arguments: the
 deterministic). ~24 chunks/s on two cores. With the defaults the 82 checked-out repositories
 give ~12,500 chunks (3 a file); raise `--per-file` for more.
 
-The shards hold the repositories' code and stay outside this repository. Step 2 (not written
-yet) fits the table so that the mean of a chunk's token rows matches its target (PCA-reduced to
-the table's 256 dimensions), starting from `static_minilm.npz`.
+The shards hold the repositories' code and stay outside this repository. Step 2 is
+`training.fit_static`.
 """
 
 from __future__ import annotations
