@@ -14,6 +14,9 @@ from collections import Counter
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Where a camelCase name's words meet (`getHTTPResponse` -> get|HTTP|Response), for the readers
+# that rewrite a name rather than split it into terms (the static embedder, Elixir's file names).
+CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 MAX_TERM_LEN = 64
 # English function words: dropped from queries (never from the index), where a pasted bug report
 # would otherwise spend most of its clauses on "the", "is", "when".

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suffixes
-from mcp_retrieval.indexers.import_links import module_paths
+from mcp_retrieval.indexers.import_links import FILE_CONVENTION_SOURCES, module_paths
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, language_for
 
 MAX_AMBIGUITY = 3
@@ -26,8 +26,6 @@ MAX_AMBIGUITY = 3
 # the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
 _JS_EXTS = (*JS_SOURCE_EXTENSIONS, ".d.ts")
-# importers whose dotted specs name files by their own convention (import_links.module_paths)
-_FILE_CONVENTION_IMPORTERS = (".ex", ".exs", ".zig")
 RELATIONS = {
     "defines": (("contains",), "out"),
     "references": (("call", "reference", "inherit", "import"), "in"),
@@ -289,7 +287,7 @@ class _Resolver:
 
     def _import(self, path: str, target: str) -> list[int]:
         spec, _, alias = target.partition("=")
-        if _PATH_SHAPED.search(spec) or path.endswith(_FILE_CONVENTION_IMPORTERS):
+        if _PATH_SHAPED.search(spec) or path.endswith(FILE_CONVENTION_SOURCES):
             # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`; Elixir modules, Zig files
             # module_paths never climbs above the root, whose `..` would read as a Python relative import
             for module_path in module_paths(spec, path):

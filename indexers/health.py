@@ -27,6 +27,12 @@ from mcp_retrieval.indexers.locks import IndexBusy
 
 log = logging.getLogger(__name__)
 DERIVED = ("tantivy", "lance")
+_LEXICAL_DAMAGE = (ValueError, OSError, RuntimeError)  # what tantivy raises for a lost or garbled part
+
+
+def _reason(exc: Exception) -> str:
+    """A damaged part's error, for the repair note: its type and the start of its message."""
+    return f"{type(exc).__name__}: {str(exc)[:120]}"
 
 
 def sqlite_files(db: Path) -> list[Path]:
@@ -70,8 +76,8 @@ def open_lexical(index_dir: Path, store, repairs: list[str], write_lock: Callabl
     try:
         lexical = LexicalIndex(directory)
         lexical.search("probe", 1)  # a garbled segment fails here, not at open
-    except (ValueError, OSError, RuntimeError) as exc:
-        why = f"{type(exc).__name__}: {str(exc)[:120]}"
+    except _LEXICAL_DAMAGE as exc:
+        why = _reason(exc)
         shutil.rmtree(directory, ignore_errors=True)
         lexical = LexicalIndex(directory)
     try:
@@ -89,8 +95,8 @@ def heal_lexical(lexical, store, repairs: list[str]) -> None:
     try:
         lexical.reopen()
         lexical.search("heal probe", 1)
-    except (ValueError, OSError, RuntimeError) as exc:
-        why = f"{type(exc).__name__}: {str(exc)[:120]}"
+    except _LEXICAL_DAMAGE as exc:
+        why = _reason(exc)
         lexical.reopen(empty=True)
     _match_store(lexical, store, why, repairs)
 
@@ -120,7 +126,7 @@ def open_vectors(index_dir: Path, dim: int, store, repairs: list[str], write_loc
         if vectors.readable_rows() != rows:
             raise ValueError(f"{rows} rows in the manifest, fewer readable")
     except Exception as exc:  # LanceDB raises its own error types for a damaged table
-        why = f"{type(exc).__name__}: {str(exc)[:120]}"
+        why = _reason(exc)
         shutil.rmtree(directory, ignore_errors=True)
         vectors, rows = VectorIndex(directory, dim), 0
     try:

@@ -27,18 +27,21 @@ from __future__ import annotations
 import posixpath
 import re
 
+from mcp_retrieval.indexers.analysis import CAMEL_BOUNDARY
 from mcp_retrieval.indexers.languages import SOURCE_EXTENSION
 
 _RUST_ROOTS = ("crate", "self", "super")
 _C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
 _RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
-_ELIXIR_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+# Importers whose dotted specs name files by their language's own convention (Elixir modules,
+# Zig files), not as Python modules: the graph resolves their imports through `module_paths` too.
+FILE_CONVENTION_SOURCES = (".ex", ".exs", ".zig")
 _SHELL_VARIABLE_FOLDER = re.compile(r"^\$(\{[^}]*\}|\w+)/")
 
 
 def elixir_file_stem(module: str) -> str:
     """Elixir's module -> file convention (`Macro.underscore`): `MyApp.HTTPClient` -> `my_app/http_client`."""
-    return "/".join(_ELIXIR_WORD.sub("_", part).lower() for part in module.split("."))
+    return "/".join(CAMEL_BOUNDARY.sub("_", part).lower() for part in module.split("."))
 
 
 def _strip_extension(path: str) -> str:

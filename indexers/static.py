@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Sequence
 from importlib import resources
 
 import numpy as np
 
+from mcp_retrieval.indexers.analysis import CAMEL_BOUNDARY
 from mcp_retrieval.indexers.embed import ModelUnavailable, tokenizer_dir
 
 TABLE_FILE = "static_minilm.npz"
 TABLE_SHA256 = "eef881e08b7b99ddf32c220a654ccfaccedf285cc6067c54af317705326660da"  # training/distill_static.py
 MODEL_ID = "static-minilm-1"
 MAX_TOKENS = 512  # what is read of a chunk: the table costs nothing per token, but a chunk's head says most
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 
 
 def split_identifiers(text: str) -> str:
-    return _CAMEL.sub(" ", text).replace("_", " ")
+    return CAMEL_BOUNDARY.sub(" ", text).replace("_", " ")
 
 
 @functools.lru_cache(maxsize=1)

@@ -13,9 +13,7 @@ A file lock keeps two processes from writing the same index at once.
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
@@ -28,12 +26,11 @@ from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (Ind
 from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import language_for, looks_generated
-from mcp_retrieval.indexers.lexical import ANALYZER_VERSION, LexicalIndex
+from mcp_retrieval.indexers.lexical import ANALYZER_VERSION
 from mcp_retrieval.indexers.memory import return_freed_memory
-from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord, Store
+from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
 from mcp_retrieval.indexers.symbols import extract
 from mcp_retrieval.indexers.tokens import budget_counts
-from mcp_retrieval.indexers.vectors import VectorIndex
 from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, suspiciously_small, walk
 
 log = logging.getLogger(__name__)
@@ -209,6 +206,8 @@ class Indexer:
 
     def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter,
                counting: dict[str, Future] | None = None) -> None:
+        """Write a batch of chunked files (`counting`: their token counts, submitted as each file was
+        chunked) and drop the `removed` files, in one store transaction."""
         if not batch and not removed:
             return
         paths = [*removed, *(r.path for r, _, _, _ in batch)]
@@ -218,9 +217,7 @@ class Indexer:
         self.lexical.replace(paths, chunks)
         timings["lexical"] += _ms(t0)
         t0 = time.perf_counter()
-        counting = counting or {}
-        tokens = [n for r, _, cs, _ in batch
-                  for n in (counting.pop(r.path).result() if r.path in counting else budget_counts([c.text for c in cs]))]
+        tokens = [n for r, _, _, _ in batch for n in counting.pop(r.path).result()] if batch else []
         timings["tokens"] += _ms(t0)  # what was left to wait for
         t0 = time.perf_counter()
         symbols = [s for *_, g in batch if g for s in g.symbols]

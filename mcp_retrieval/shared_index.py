@@ -279,9 +279,14 @@ def restore_in_background(workspace, engine, url: str, start: Callable) -> threa
         if restored is None:
             start(engine)
             return
+        restored, cold = restored
         workspace.engines[engine.name] = restored  # one dict assignment: calls see the old or the new
         start(restored)
-        threading.Timer(30.0, engine.close).start()
+
+        def retire() -> None:  # after the calls in flight on the old engine have finished
+            engine.close()
+            shutil.rmtree(cold, ignore_errors=True)
+        threading.Timer(30.0, retire).start()
 
     worker = threading.Thread(target=run, name="mcp-retrieval-restore", daemon=True)
     worker.start()
@@ -289,8 +294,8 @@ def restore_in_background(workspace, engine, url: str, start: Callable) -> threa
 
 
 def _restored_engine(engine, url: str):
-    """A new Engine on the snapshot pulled for `engine`'s root, or None (no snapshot, a stalled or
-    missing store, or an index that is not empty)."""
+    """A new Engine on the snapshot pulled for `engine`'s root and the folder the old engine's
+    index moved to, or None (no snapshot, a stalled or missing store, or an index not empty)."""
     from mcp_retrieval.engine import Engine
 
     config = engine.config
@@ -309,8 +314,7 @@ def _restored_engine(engine, url: str):
     cold = config.index_dir.with_name(f"{config.index_dir.name}.cold-{uuid.uuid4().hex[:8]}")
     config.index_dir.rename(cold)
     staging.rename(config.index_dir)
-    threading.Timer(60.0, shutil.rmtree, args=(cold,), kwargs={"ignore_errors": True}).start()
-    return Engine(config, embedder=engine.embedder, name=engine.name)
+    return Engine(config, embedder=engine.embedder, name=engine.name), cold
 
 
 def _pull_guarded(url: str, root: Path, index_dir: Path, cache: EmbeddingCache | None, cancel: _Cancel) -> str:
