@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from mcp_retrieval import rules
 from mcp_retrieval.doc_lines import documentation_lines, elidable_runs
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
@@ -39,29 +40,24 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old 
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
 NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
-EXCERPT_CODE_FIRST = True  # an excerpt matches lines of code before lines of documentation (BENCHMARKS 25d)
 # A class's own chunk (its head: the class line, its docstring and class attributes) comes as its
 # code only whenever that leaves out at least half of it, at every budget: a class docstring
 # documents the API at length (flask's `Blueprint`, astropy's `QDP`: 700-1,000 tokens) and in a 4k
 # window took the place of the function the fix changes (BENCHMARKS 28b). Python only: a Go, Rust
 # or C struct's comments are its fields' meaning, and no multilingual window moved with the rule.
-CLASS_DOCS_ELIDED = True
 CLASS_DOCS_LANGUAGES = ("python",)
-THRIFT_CLASS_CODE = True  # relevance per token counts such a class by its code (BENCHMARKS 28g)
 # A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
-# value is scaled by (THRIFT_REFERENCE / its tokens) ** THRIFT, so a long chunk yields to a short
+# value is scaled by (THRIFT_REFERENCE / its tokens) ** `Rules.thrift`, so a long chunk yields to a short
 # one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
 # it showed more gold functions and files; at 1k it lost both, and at 2k it lost on two of the
 # three question sets (BENCHMARKS 26c).
-THRIFT = 0.25
 THRIFT_REFERENCE = 200  # tokens (header and body) at which the factor is 1
 THRIFT_FLOOR = 100  # a shorter chunk (a split definition's last lines) counts as this long
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 # Each piece is booked at an upper bound (its header with the path, which the window writes once
 # per run of one file), so a wide window's books ran out while a tenth of its budget was still
 # free. When a candidate does not fit whole by the books, what is left is counted again from the
-# window as rendered so far before the candidate is cut or passed over.
-EXACT_REMAINING = True  # BENCHMARKS 34a
+# window as rendered so far before the candidate is cut or passed over (`Rules.exact_remaining`).
 
 
 @dataclass
@@ -102,7 +98,7 @@ class Layout:
     tight_window: int = 0
     code_share: float = 1.0
     compact: bool = False
-    thrift_above: int | None = None  # budgets above this choose by relevance per token (THRIFT)
+    thrift_above: int | None = None  # budgets above this choose by relevance per token (`Rules.thrift`)
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
@@ -239,11 +235,11 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
     `max_tokens`; elided runs are marked with their line numbers. None when nothing matches or
     not even the signature and one match fit. Costs are summed per line (an upper bound: tokens
     add up across lines, the byte floor only rounds up), so no trial rendering is needed. Lines of
-    code are matched before lines of documentation (`EXCERPT_CODE_FIRST`): a docstring restates
+    code are matched before lines of documentation (`Rules.excerpt_code_first`): a docstring restates
     the question's words, the code is what an agent edits."""
     lines = text.split("\n")
     sig = _signature_end(lines)
-    docs = documentation_lines(lines, language) if EXCERPT_CODE_FIRST and language else set()
+    docs = documentation_lines(lines, language) if rules.current().excerpt_code_first and language else set()
     hits = sorted(((len(set(terms(line)) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
                   key=lambda h: (h[1] in docs, -h[0], h[1]))
     hits = [i for n, i in hits if n > 0][:MAX_EXCERPT_HITS]
@@ -328,7 +324,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     headers = [_piece(Placed(c, stub=stub[id(c)]), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
     redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
-    exponent = THRIFT if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
+    exponent = rules.current().thrift if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
     thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
         0 if stub[id(c)] else _shown_tokens(c)))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
     chosen: list[Placed] = []
@@ -346,7 +342,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         placed, cost = _place(best, header_cost[id(best)], limit, delivered, query_terms, layout, earlier, max_excerpt,
                               code_over)
         cut = _is_cut(placed)
-        if cut and EXACT_REMAINING and recounted != len(chosen):
+        if cut and rules.current().exact_remaining and recounted != len(chosen):
             recounted = len(chosen)
             exact = _left_after(chosen, budget, head, layout, stub_note_due=bool(delivered) and not any(
                 p.stub for p in chosen))
@@ -391,14 +387,14 @@ def _left_after(chosen: list[Placed], budget: int, head: str, layout: Layout, st
 
 
 def _class_docs_elided(c: Candidate) -> bool:
-    return CLASS_DOCS_ELIDED and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
+    return rules.current().class_docs_elided and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
 
 
 def _shown_tokens(c: Candidate) -> int:
     """What the chunk's body will cost when it fits (an estimate for relevance per token; `_place`
     decides with its header counted): a Python class's own chunk without its docstring when that
     halves it, else the chunk whole."""
-    if THRIFT_CLASS_CODE and _class_docs_elided(c):
+    if rules.current().thrift_class_code and _class_docs_elided(c):
         code = code_only(_neutral_text(c.chunk.text), c.chunk.language, c.chunk.start_line)  # as `_place` reads it
         if code is not None and 2 * (n := budget_tokens(code)) <= c.chunk.tokens:
             return n

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import platformdirs
 
+from mcp_retrieval.rules import Rules
+
 
 def cache_home() -> Path:
     return Path(platformdirs.user_cache_dir("mcp-retrieval", appauthor=False))
@@ -66,6 +68,8 @@ class Config:
     file_ranker: bool = True  # packet orders files by the learned model (file_scorer), else the hand-set score
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency
     rerank: str = "auto"  # auto | zscore | cross-encoder | none
+    # the ranking and assembly rules that can be switched off (rules.py; the server never does)
+    rules: Rules = field(default_factory=Rules)
     # assembly
     mmr_lambda: float = 0.7
     near_duplicate: float = 0.9

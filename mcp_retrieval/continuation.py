@@ -25,7 +25,6 @@ HEAD = 12  # pieces among the first this many candidates bring their siblings
 SHARE = 0.9  # a sibling piece ranks at this share of the piece that brought it
 MAX_SHARE = 0.4  # the whole definition must cost at most this share of the budget (0.5 until 33f, 0.3 until 35d)
 ADJACENT = 2  # pieces of one definition follow each other within this many lines
-CONTINUATIONS = True  # the switch (docs/BENCHMARKS-history.md 22)
 
 
 def definition_pieces(chunk: StoredChunk, file_chunks: Sequence[StoredChunk]) -> list[StoredChunk]:

@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import decide
+from mcp_retrieval import decide, rules
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
@@ -273,6 +273,7 @@ class Engine:
         self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing
 
     # --- tools ----------------------------------------------------------------------------------
+    @rules.enforced(lambda self: self.config.rules)
     def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None,
               graph: bool | None = None, host: HostOutcome | None = None, recent_turns=(),
               pool_size: int | None = None) -> Ranked:
@@ -299,6 +300,7 @@ class Engine:
                         "nothing is indexed yet: call reindex")
         return None
 
+    @rules.enforced(lambda self: self.config.rules)
     def gather(self, query: str, active: list[str], subs: list[str], prefix: str | None, stages: StageLog, *,
                for_packet: bool = False, host: HostOutcome | None = None, recent_turns=(),
                pool_size: int | None = None) -> "Gathered":

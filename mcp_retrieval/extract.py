@@ -8,6 +8,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.symbols import dotted_name
 from mcp_retrieval.question_parts import fenced_blocks, prose
 
@@ -57,8 +58,6 @@ _SCOPED = re.compile(r"\b([A-Za-z_]\w*(?:(?:::|->)[A-Za-z_]\w*)+)")
 # Ruby's way of naming a method in prose and docs: `Cart#total`, `Jekyll::Site#process`
 _RUBY_METHOD = re.compile(r"\b([A-Z]\w*(?:::[A-Z]\w*)*)#([a-z_]\w*[?!]?)")
 _DOTTED = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?![\w/])")
-READ_FROM_IMPORTS = True  # `from pkg.mod import A` read as `pkg.mod.A` (docs/BENCHMARKS-history.md 19b)
-READ_OPTIONS = True  # `--collect-only` read as an option, found where it is declared (19b)
 # `from pkg.mod import A, B as C` in quoted Python: the names come from that module (`pkg.mod.A`)
 _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+import[ \t]+\(?([\w \t,]{1,500}+)", re.M)
 # A long command-line option, `--collect-only`: the code that declares it holds it as a string
@@ -84,7 +83,6 @@ _LOGGED_MESSAGE = re.compile(r"(?<![\w.])(?i:warning|error|critical|fatal)(?:\[[
 # failure frame ("expr.py:124: in __eq__"), which names a function, not a message. A listing of
 # more than MAX_LOCATED_LINES such lines is a tool's run over the reporter's project (a linter's
 # 200 findings): its output is the setting, not the complaint.
-LOCATED_MESSAGES = True  # docs/BENCHMARKS-history.md 25a
 MAX_LOCATED_LINES = 5
 _LOCATED_MESSAGE = re.compile(r"^[ \t]*[\w./\\-]*\w\.[A-Za-z]\w{0,5}:\d+(?::\d+)?:[ \t]*(?!in [\w.<>]+[ \t]*$)"
                               r"(\S[^\n]{7,299})$", re.M)
@@ -205,7 +203,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         if name not in anchors.dotted:
             anchors.dotted.append(name)
     imported_from: Counter[str] = Counter()  # a module -> how often it is named as an import's source
-    for m in _FROM_IMPORT.finditer(query) if READ_FROM_IMPORTS else ():
+    for m in _FROM_IMPORT.finditer(query) if rules.current().read_from_imports else ():
         imported_from[m.group(1)] += 1
         for name in m.group(2).split(","):
             name = (name.split() or [""])[0]  # `B as C` imports B
@@ -246,10 +244,10 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     anchors.errors = [m.group(1).strip() for m in _ERROR.finditer(query)][:5]
     quoted_messages = [m.group(1) for pattern in (_EXCEPTION_MESSAGE, _OTHER_MESSAGE, _PANICKED, _LOGGED_MESSAGE)
                        for m in pattern.finditer(query)]
-    located = list(dict.fromkeys(m.group(1) for m in _LOCATED_MESSAGE.finditer(query))) if LOCATED_MESSAGES else []
+    located = list(dict.fromkeys(m.group(1) for m in _LOCATED_MESSAGE.finditer(query))) if rules.current().located_messages else []
     quoted_messages += located if len(located) <= MAX_LOCATED_LINES else []
     anchors.messages = message_fragments(quoted_messages)
-    if READ_OPTIONS:
+    if rules.current().read_options:
         anchors.options = list(dict.fromkeys(f"--{m.group(1)}" for m in _OPTION.finditer(query)
                                              if len(m.group(1)) >= MIN_OPTION_CHARS))[:5]
     return anchors

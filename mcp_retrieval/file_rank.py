@@ -30,6 +30,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
+from mcp_retrieval import rules
 from mcp_retrieval.assemble import gram_set, jaccard
 from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
@@ -43,7 +44,6 @@ SIBLING_HEAD = 5
 IMPORT_SHARE = 0.3  # a file a head file imports gains this share of the importer's score
 IMPORT_HEAD = 3
 IMPORT_SUFFIXES = (".py",)  # where it was measured to help
-IMPORT_LIFT_YIELDS_TO_STRONGER = True  # no lift past a file holding the best match of all
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
@@ -135,7 +135,7 @@ def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, st
                    best: dict[FileKey, float] | None = None) -> dict[FileKey, float]:
     """A Python file with its own evidence gains IMPORT_SHARE of the strongest of the IMPORT_HEAD
     head files (same root) that imports it. With `best` (each file's best chunk score) and
-    IMPORT_LIFT_YIELDS_TO_STRONGER on, the lift stops just below a file that outranked it on its
+    With `Rules.import_lift_yields_to_stronger`, the lift stops just below a file that outranked it on its
     own evidence and holds a stronger single match of code (not tests, not prose) than it and its
     importers: the lift is for the module an entry point calls, not for passing the file the
     question matched best."""
@@ -149,7 +149,7 @@ def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, st
         if not importers:
             continue
         lifted = own + IMPORT_SHARE * max(scores[h] for h in importers)
-        if best is not None and IMPORT_LIFT_YIELDS_TO_STRONGER:
+        if best is not None and rules.current().import_lift_yields_to_stronger:
             bar = max(best.get(key, 0.0), *(best.get(h, 0.0) for h in importers))
             stronger = [scores[f] for f in scores if f != key and f not in importers
                         and scores[f] > own and best.get(f, 0.0) > bar]

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.retrieve import Candidate
 
-LEAD_FILE_MATCHES = True  # the switch (docs/BENCHMARKS-history.md 27a)
 ABOVE_BUDGET = 2000  # windows of more tokens than this read the lead file on its own
 FILES = 1  # how many leading files are searched on their own
 DEPTH = 3  # each one's best matches that join the pool
@@ -33,7 +33,7 @@ def with_lead_file_matches(candidates: Sequence[Candidate], budget: int,
                            matches_in: Callable[[str, str, int], Sequence[StoredChunk]]) -> list[Candidate]:
     """The pool, best first, with the best matches inside its first FILES files."""
     pool = list(candidates)
-    if not LEAD_FILE_MATCHES or budget <= ABOVE_BUDGET or not pool:
+    if not rules.current().lead_file_matches or budget <= ABOVE_BUDGET or not pool:
         return pool
     by_id = {(c.root, c.chunk.id): c for c in pool}
     leads: dict[tuple[str, str], float] = {}

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mcp_retrieval import rules
 from mcp_retrieval.retrieve import Candidate
 
-MODULE_HEADS_AFTER_DEFINITIONS = True  # the switch (docs/BENCHMARKS-history.md 25e)
 BELOW = 0.99  # the module chunk's share of its file's best definition
 
 
 def after_definitions(candidates: Sequence[Candidate]) -> list[Candidate]:
     """Candidates best first, each module chunk below its file's best definition in the pool."""
-    if not MODULE_HEADS_AFTER_DEFINITIONS:
+    if not rules.current().module_heads_after_definitions:
         return list(candidates)
     best: dict[tuple[str, str], float] = {}
     for c in candidates:

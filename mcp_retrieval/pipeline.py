@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.graph import CodeGraph
 from mcp_retrieval import fusion, graph_fusion
 from mcp_retrieval.classify import QueryClass, classify
@@ -21,9 +22,6 @@ from mcp_retrieval.sampling import HostOutcome
 from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
-JOIN_TITLE_PAIRS = True  # the title tier also searches `man page` as `manpage` (question_parts.with_joined_pairs)
-ENVIRONMENT_SET_ASIDE = True  # version dumps leave the question before any stage reads it (question_parts)
-TEMPLATE_COMMENTS_SET_ASIDE = True  # so do an issue template's HTML comments (BENCHMARKS 37c)
 GRAPH_SEED_CHUNKS = 8
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
@@ -51,9 +49,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
          recent_turns: Sequence[str] = (), pool_size: int | None = None) -> Ranked:
     stages = stages or StageLog()
     set_aside = comments = 0
-    if TEMPLATE_COMMENTS_SET_ASIDE:  # the template's instructions are no part of the report
+    if rules.current().template_comments_set_aside:  # the template's instructions are no part of the report
         query, comments = without_template_comments(query)
-    if ENVIRONMENT_SET_ASIDE:  # the reporter's installation is no part of the subject
+    if rules.current().environment_set_aside:  # the reporter's installation is no part of the subject
         query, set_aside = without_environment(query)
     with stages.run("classify") as st:
         qclass = classify(query)
@@ -75,7 +73,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         # a pasted issue's title names its subject in a few words that the body's many words
         # outvote in BM25: searched alone as its own tier, off at weight 0 (BENCHMARKS 15d)
         if title and weights.get("title"):
-            ranked["title"] = retriever.lexical_hits(with_joined_pairs(title) if JOIN_TITLE_PAIRS else title, pool)
+            ranked["title"] = retriever.lexical_hits(with_joined_pairs(title) if rules.current().join_title_pairs else title, pool)
             st["detail"] += f", {len(ranked['title'])} for the title"
         # the source it quotes (the calls a reporter ran) as a third, at the title's weight, and
         # in Python code only: elsewhere it cost `context` first files (BENCHMARKS 17b)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import re
 
+from mcp_retrieval import rules
+
 CODE_NAME = re.compile(r"_|[a-z][A-Z]")  # snake_case or camelCase: a name, not an English word
 
 
@@ -113,7 +115,6 @@ _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*[^*]+\*\*:?\s*$)")
 # One of its facts: `- OS: macOS 11.6`, `* Node.js Version: 16.13.0`, `go version go1.20.4 darwin/arm64`.
 _ENV_FACT = re.compile(r"^\s*(?:[-*+]\s+)?[^\s:][^:\n]{0,60}:\s*\S[^\n]{0,120}$|^\s*(?:[-*+]\s+)?\S[^\n]{0,60}\d+\.\d+[^\n]{0,60}$")
 MAX_ENV_FACTS = 12
-ENV_SECTIONS = True  # such sections go too (BENCHMARKS 24a: three multilingual questions up, no Python one moved)
 _DOTTED_MODULE = re.compile(r"\b[A-Za-z_]\w*(?:\.[A-Za-z_]\w*){2,}\b")  # sphinx.ext.autodoc, not Node.js
 
 
@@ -151,7 +152,7 @@ def without_environment(query: str) -> tuple[str, int]:
             if k >= 0 and len(lines[k]) <= 160 and _ENV_INTRO.search(lines[k]):
                 drop.add(k)
         i = end + 1
-    if ENV_SECTIONS:
+    if rules.current().env_sections:
         drop |= _environment_sections(lines)
     if not drop:
         return query, 0

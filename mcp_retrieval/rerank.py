@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
@@ -33,18 +34,15 @@ _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixtu
 # A pasted report that says "the tests pass" or "a test case" is still about the code under test;
 # it is about tests when it names a test file of the workspace (a reproduction's own `test_boo`
 # is not one; BENCHMARKS 15b).
-REPORTS_ABOUT_TESTS_BY_NAME = True
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
 # Repository scripts outside the project's code: packaging, release, CI and benchmark scripts at the
 # root. A pasted report quotes the calls they make too; the fix is in the code they call.
-SCRIPTS_AFTER_CODE_IN_REPORTS = True
 _SCRIPT_PATH = re.compile(r"^(?:(?:setup|noxfile|fabfile|tasks)\.py$|(?:scripts?|bin|release|bench|ci)/)")
 # Third-party code copied into the tree (`cextern/`, `extern/`, `_vendor/`, `vendored/`, a Python
 # package's own `packages/`, as requests keeps urllib3): a report's fix lands in the project's code.
 # (`vendor/` and `third_party/` are not indexed at all: indexers.walk.PRUNED_DIRS.)
-VENDORED_AFTER_CODE_IN_REPORTS = True
 _VENDORED_PATH = re.compile(r"(^|/)(?:c?extern|_vendor|vendored|3rdparty)/|./packages/[^/]+/.*\.py$")
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
@@ -56,13 +54,12 @@ _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
 # An exception class a report names (`ConnectionError`, `_UnrecognizedOptionError` in its traceback)
 # is declared in a few lines the fix rarely touches: the fix is where it is raised or caught.
-EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS = True
 _EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning)$")
 _EXCEPTION_FILE = re.compile(r"(?:^|/)(?:exceptions?|errors?)\.\w+$")
 EXCEPTION_DECLARATION_LINES = 30  # longer: it does more than declare
 # A pasted report is fixed in the code it describes: its test files (which quote the same calls and
 # values) rank after code by the prose factor for reports, not the milder one for questions.
-TESTS_AS_PROSE_IN_REPORTS = True
+# (These report rules are `Rules` switches: `rules.py`.)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
@@ -97,7 +94,7 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
 def _about_tests(query: str, anchored_files: Sequence[str], bug_report: bool) -> bool:
     if not _TEST_QUERY.search(query):
         return False
-    if not (bug_report and REPORTS_ABOUT_TESTS_BY_NAME):
+    if not (bug_report and rules.current().reports_about_tests_by_name):
         return True
     return any(is_test_path(p) for p in anchored_files)
 
@@ -146,7 +143,7 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-        factor *= w.prose_factor_bug_report if s.bug_report and TESTS_AS_PROSE_IN_REPORTS else w.test_factor
+        factor *= w.prose_factor_bug_report if s.bug_report and rules.current().tests_as_prose_in_reports else w.test_factor
         why.append("test code, ranked after code")
     if c.chunk.priority == PRIORITY_LAST:
         factor *= w.generated_factor
@@ -156,13 +153,13 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
         factor *= w.deprecated_factor
         why.append("marked deprecated: ranked after its replacement")
-    if s.bug_report and SCRIPTS_AFTER_CODE_IN_REPORTS and _SCRIPT_PATH.match(c.chunk.path):
+    if s.bug_report and rules.current().scripts_after_code_in_reports and _SCRIPT_PATH.match(c.chunk.path):
         factor *= w.prose_factor_bug_report
         why.append("repository script: a report's answer is the code it calls")
-    if s.bug_report and VENDORED_AFTER_CODE_IN_REPORTS and _VENDORED_PATH.search(c.chunk.path):
+    if s.bug_report and rules.current().vendored_after_code_in_reports and _VENDORED_PATH.search(c.chunk.path):
         factor *= w.prose_factor_bug_report
         why.append("third-party code copied into the tree: a report's answer is the project's code")
-    if s.bug_report and EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS and _exception_declaration(c.chunk):
+    if s.bug_report and rules.current().exception_declarations_after_code_in_reports and _exception_declaration(c.chunk):
         factor *= w.declaration_factor
         why.append("declares an exception: a report's fix is where it is raised or caught")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):

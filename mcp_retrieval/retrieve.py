@@ -12,6 +12,7 @@ from typing import get_args
 
 import numpy as np
 
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.embed import Embedder
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
@@ -31,19 +32,15 @@ CHUNKS_PER_ANCHORED_FILE = 3
 NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
 # Outside Python a lone word before a dot (`gin.Default`, `router.get`, `ctx.Header`) is a package,
 # namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
-ONE_WORD_MODULES_ONLY_PYTHON = True
+# (`Rules.one_word_modules_only_python`; the four rules below are `Rules` switches too.)
 # "Sphinx 3.2 complains": the project's own name in running text is not its class `Sphinx`
 # (docs/BENCHMARKS-history.md 20b)
-PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL = True
 # `from sympy import Derivative` does not point at `sympy/__init__.py` (docs/BENCHMARKS-history.md 20d)
-IMPORTED_NAME_NAMES_NO_PACKAGE = True
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
-STRICT_PATH_MATCH = True
 # `import sympy`, `sympy.__version__`, `from xarray import *`: the workspace's top-level package
 # named as a whole is the library every report imports, not where it points; its `__init__.py`
 # (a re-export list) is no module anchor (subpackages such as `sphinx.ext.autodoc` still are).
-TOP_PACKAGE_IS_NO_MODULE_ANCHOR = True
 _TOP_PACKAGE_INIT = re.compile(r"^(?:src/|lib/)?[^/]+/__init__\.pyi?$")
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
@@ -109,7 +106,7 @@ class PathResolver:
             for size in range(len(variant), 0, -1):
                 suffix = "/".join(variant[-size:])
                 hits = [c for c in candidates if c == suffix or c.endswith("/" + suffix)]
-                if STRICT_PATH_MATCH and (len(hits) > 3 or (size == 1 and generic)):
+                if rules.current().strict_path_match and (len(hits) > 3 or (size == 1 and generic)):
                     break  # shorter suffixes only match more files
                 if hits and (size > 1 or len(hits) <= 3):
                     return hits[:3]
@@ -123,9 +120,9 @@ class PathResolver:
             hits = self._by_module.get(".".join(parts[:size]), [])
             if size == 1 and len(hits) > 2:  # a common stem names nothing in particular
                 continue
-            if size == 1 and ONE_WORD_MODULES_ONLY_PYTHON:
+            if size == 1 and rules.current().one_word_modules_only_python:
                 hits = [h for h in hits if h.endswith((".py", ".pyi"))]
-            if size == 1 and TOP_PACKAGE_IS_NO_MODULE_ANCHOR:
+            if size == 1 and rules.current().top_package_is_no_module_anchor:
                 hits = [h for h in hits if not _TOP_PACKAGE_INIT.match(h)]
             if hits:
                 return hits[:2]
@@ -189,7 +186,7 @@ class Retriever:
         for dotted in anchors.dotted:
             # `from pkg import Name`: the module is named only as where Name comes from (its
             # `__init__.py` re-exports everything); `from pkg import mod` still names `pkg/mod.py`
-            exact = IMPORTED_NAME_NAMES_NO_PACKAGE and dotted in anchors.imported_only
+            exact = rules.current().imported_name_names_no_package and dotted in anchors.imported_only
             files.extend(resolver.resolve_module(dotted, exact=exact))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
@@ -271,7 +268,7 @@ class Retriever:
                     qual = ".".join(parts[-size:])
                     for path, line in self.store.definitions_ending(qual):
                         credits.append((path, line, 3.0))
-        own = self.project if PROJECT_NAME_IN_PROSE_IS_NO_SYMBOL else None
+        own = self.project if rules.current().project_name_in_prose_is_no_symbol else None
         mentions = {name: count for name, count in anchors.identifiers.most_common(40)
                     if not (name in anchors.prose_names and name.lower() == own)}
         credits += self._definition_credits(mentions)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from mcp_retrieval import rules
 from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, lead_file, module_heads
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
@@ -37,7 +38,6 @@ MAX_CHUNKS_LIMIT = 64  # the most `max_chunks` may ask for, and the most the bud
 # ... or one per this many tokens of the budget when that is more (and the question class's cap
 # rises the same way): a wide window of short definitions otherwise stops at its count with a
 # third of its budget unused (BENCHMARKS 28d). None: the fixed caps alone.
-TOKENS_PER_CHUNK: int | None = 150
 WEAK_LEAD_CONFIDENCE = 0.2  # a miss's packet items: below `reread`'s 0.5, so none says `trust`
 # A miss's leads must hold the question's words or names: a dense-only neighbour of an unanswered
 # question is noise (every question has nearest vectors).
@@ -73,6 +73,12 @@ class Workspace:
     @property
     def multi(self) -> bool:
         return len(self.engines) > 1
+
+    @property
+    def rules_in_force(self) -> rules.Rules:
+        """The rules in force for the workspace's own steps (file ranking, assembly): its first
+        root's; each root's stages run under its own (`Engine.gather`)."""
+        return next(iter(self.engines.values())).config.rules
 
     # --- roots ---------------------------------------------------------------------------------
     def reload_roots(self) -> list[str]:
@@ -235,6 +241,7 @@ class Workspace:
                 seen.add((far_root, far_graph.nodes[far].id))
                 merged.nodes.append(node_out(far_graph, far, far_root))
 
+    @rules.enforced(lambda self: self.rules_in_force)
     def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int | None = None,
                 path_prefix: str | None = None, active_files: list[str] | None = None,
                 sub_queries: list[str] | None = None, ignore_delivered: bool = False, debug: bool = False,
@@ -258,7 +265,7 @@ class Workspace:
             else:
                 candidates = module_heads.after_definitions(file_rank.with_file_evidence(candidates))
                 candidates = lead_file.with_lead_file_matches(candidates, budget_tokens, self._matches_in(parts))
-                if continuation.CONTINUATIONS:
+                if rules.current().continuations:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
@@ -346,6 +353,7 @@ class Workspace:
             kept = kept[:-1]
         return window, []
 
+    @rules.enforced(lambda self: self.rules_in_force)
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
                active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,
                path_prefix: str | None = None, debug: bool = False, host: HostOutcome | None = None,
@@ -557,10 +565,11 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
 
 def chunk_cap(class_cap: int, budget: int, asked: int | None) -> int:
     """How many full chunks a window may hold: the caller's `max_chunks` and the question class's
-    cap, whichever is lower. The class's cap rises to one chunk per TOKENS_PER_CHUNK of the budget
+    cap, whichever is lower. The class's cap rises to one chunk per `Rules.tokens_per_chunk` tokens of the budget
     when that is more; so does the default (DEFAULT_MAX_CHUNKS) when the caller names no number. A
     caller's own number is kept as given."""
-    by_budget = min(MAX_CHUNKS_LIMIT, budget // TOKENS_PER_CHUNK) if TOKENS_PER_CHUNK else 0
+    per_chunk = rules.current().tokens_per_chunk
+    by_budget = min(MAX_CHUNKS_LIMIT, budget // per_chunk) if per_chunk else 0
     if asked is None:
         asked = max(DEFAULT_MAX_CHUNKS, by_budget)
     return min(asked, max(class_cap, by_budget))

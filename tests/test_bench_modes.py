@@ -41,19 +41,23 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
     from mcp_retrieval import continuation
     from mcp_retrieval.bench.ab import Switch, report
 
-    flag, share = Switch("continuation.CONTINUATIONS"), Switch("continuation.MAX_SHARE=0.8")
-    flag.set("flipped"), share.set("flipped")
-    try:
-        assert continuation.CONTINUATIONS is (not flag.served) and continuation.MAX_SHARE == 0.8
-    finally:
-        flag.set("served"), share.set("served")
-    assert continuation.CONTINUATIONS is flag.served and continuation.MAX_SHARE == share.served
-    for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE"):  # a number needs its value
-        with pytest.raises(ValueError):
-            Switch(bad)
     from types import SimpleNamespace
 
     from mcp_retrieval.bench.ab import Weight
+    from mcp_retrieval.rules import Rules
+
+    flag, share = Switch("rules.continuations"), Switch("continuation.MAX_SHARE=0.8")
+    root = SimpleNamespace(config=SimpleNamespace(rules=Rules()))
+    flag.set("flipped", root), share.set("flipped", root)
+    try:  # a rule changes on the root's settings, a constant in its module
+        assert root.config.rules.continuations is (not flag.served) and continuation.MAX_SHARE == 0.8
+        assert Rules().continuations is flag.served
+    finally:
+        flag.set("served", root), share.set("served", root)
+    assert root.config.rules == Rules() and continuation.MAX_SHARE == share.served
+    for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE", "rules.no_such"):
+        with pytest.raises(ValueError):  # a number needs its value
+            Switch(bad)
     engine = SimpleNamespace(config=SimpleNamespace(tier_weights={"dense": 0.8}))
     dense = Weight("dense=0.3")
     dense.set("flipped", engine)

@@ -11,6 +11,7 @@ from mcp_retrieval.assemble import COMPACT, FRONTIER, Layout, Placed, assemble, 
 from mcp_retrieval.fusion import order, rrf
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.workspace import Workspace
+from mcp_retrieval.rules import Rules, applied
 
 
 def make_candidate(i: int, tokens: int, score: float, text: str | None = None) -> Candidate:
@@ -219,7 +220,7 @@ def test_a_chunk_that_fits_only_by_the_exact_count_comes_whole():
 
 
 
-def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_of(tmp_path, monkeypatch):
+def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_of(tmp_path):
     from mcp_retrieval import Config, Engine, continuation
 
     root = tmp_path / "proj"
@@ -247,13 +248,13 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
             return {c.start_line for c in Workspace.single(eng).context("redirect_budget retry is wrong", budget_tokens=budget).chunks
                     if c.path == "client.py"}
         assert pieces[0].start_line in shown()  # wired into `context`
-        monkeypatch.setattr(continuation, "CONTINUATIONS", False)
+        eng.config.rules = Rules(continuations=False)
         assert pieces[0].start_line not in shown()
     finally:
         eng.close()
 
 
-def test_an_excerpt_shows_the_code_that_matches_before_the_docstring_that_restates_the_question(monkeypatch):
+def test_an_excerpt_shows_the_code_that_matches_before_the_docstring_that_restates_the_question():
     from mcp_retrieval import assemble
 
     doc = [f"    The discount of the cart is applied to item {i} of the cart once." for i in range(20)]
@@ -263,12 +264,12 @@ def test_an_excerpt_shows_the_code_that_matches_before_the_docstring_that_restat
     question = frozenset({"cart", "discount", "applied", "twice"})
     shown = assemble.excerpt(text, question, 120, 1, "python")
     assert "total = subtotal - cart.discount" in shown and "applied to item" not in shown
-    monkeypatch.setattr(assemble, "EXCERPT_CODE_FIRST", False)
-    assert "total = subtotal - cart.discount" not in assemble.excerpt(text, question, 120, 1, "python")
+    with applied(Rules(excerpt_code_first=False)):
+        assert "total = subtotal - cart.discount" not in assemble.excerpt(text, question, 120, 1, "python")
 
 
-def test_a_files_import_block_comes_after_its_definition_the_question_matches(tmp_path, monkeypatch):
-    from mcp_retrieval import Config, Engine, module_heads
+def test_a_files_import_block_comes_after_its_definition_the_question_matches(tmp_path):
+    from mcp_retrieval import Config, Engine
 
     root = tmp_path / "proj"
     root.mkdir()
@@ -285,16 +286,15 @@ def test_a_files_import_block_comes_after_its_definition_the_question_matches(tm
         def first():
             return [(c.start_line, c.symbol) for c in Workspace.single(eng).context(question, budget_tokens=2000).chunks][0]
         assert first()[1] == "send"
-        monkeypatch.setattr(module_heads, "MODULE_HEADS_AFTER_DEFINITIONS", False)
+        eng.config.rules = Rules(module_heads_after_definitions=False)
         assert first()[0] == 1  # the import block matched more of the question's words
     finally:
         eng.close()
 
 
-def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relevance(monkeypatch):
+def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relevance():
     # one long chunk scored first and nine short ones scored a little lower: a 4k window holds
     # the nine whole before the long one; a 2k window still leads with the long one
-    from mcp_retrieval import assemble as assembly
 
     long = make_text(0, 120, "discount")
     shorts = [make_text(i, 20, "discount") for i in range(1, 10)]
@@ -309,11 +309,11 @@ def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relev
     wide = placed(4000)
     assert all(wide.get(i) is False for i in range(1, 10)) and wide.get(0) is not False
     assert 0 in placed(2000) and not all(placed(2000).get(i) is False for i in range(1, 10))
-    monkeypatch.setattr(assembly, "THRIFT", 0.0)  # relevance alone: the long one first, whole
-    assert placed(4000)[0] is False and not all(placed(4000).get(i) is False for i in range(1, 10))
+    with applied(Rules(thrift=0.0)):  # relevance alone: the long one first, whole
+        assert placed(4000)[0] is False and not all(placed(4000).get(i) is False for i in range(1, 10))
 
 
-def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crowded(tmp_path, monkeypatch):
+def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crowded(tmp_path):
     # the helper the fix changes matches the question less than the near misses of fifteen other
     # files and is left out of a pool of ten; searched inside the file that leads, it comes back
     from mcp_retrieval import Config, Engine, lead_file
@@ -344,7 +344,7 @@ def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crow
         assert shown() == {"convert_to", "_conversion_matrix"}
         assert {c.symbol for c in Workspace.single(eng).context(question, budget_tokens=lead_file.ABOVE_BUDGET).chunks
                 if c.path == "units.py"} == {"convert_to"}  # a tighter window keeps its room for other files
-        monkeypatch.setattr(lead_file, "LEAD_FILE_MATCHES", False)
+        eng.config.rules = Rules(lead_file_matches=False)
         assert shown() == {"convert_to"}
     finally:
         eng.close()
@@ -366,11 +366,10 @@ def test_lead_file_matches_rank_below_the_files_best_and_never_lower_a_stronger_
     assert len(lead_file.with_lead_file_matches([lead], lead_file.ABOVE_BUDGET, lambda *_: [missing])) == 1
 
 
-def test_a_class_comes_without_its_docstring_at_every_budget(monkeypatch):
+def test_a_class_comes_without_its_docstring_at_every_budget():
     """A class's own chunk (its line, docstring and attributes) comes as its code when that leaves
     out at least half of it, however wide the window: its API prose no longer takes the seat of
     the method the question is about. A function's docstring stays whole in a wide window."""
-    from mcp_retrieval import assemble as assemble_module
 
     doc = "\n".join(f"    Explains blueprint option number {n} at length, with an example." for n in range(40))
     head = f'class Blueprint(Scaffold):\n    """Represents a blueprint.\n\n{doc}\n    """\n\n    warn_on_modifications = False\n'
@@ -386,11 +385,11 @@ def test_a_class_comes_without_its_docstring_at_every_budget(monkeypatch):
     assert placed(4000) == {"id0001": True, "id0002": False}
     shown = {p.candidate.chunk.id: p.text for p in assemble(pool, budget=4000, max_chunks=8).placed}
     assert "warn_on_modifications = False" in shown["id0001"] and "Explains" not in shown["id0001"]
-    monkeypatch.setattr(assemble_module, "CLASS_DOCS_ELIDED", False)
-    assert placed(4000) == {"id0001": False, "id0002": False}
+    with applied(Rules(class_docs_elided=False)):
+        assert placed(4000) == {"id0001": False, "id0002": False}
 
 
-def test_relevance_per_token_counts_a_python_class_by_the_code_it_will_show(monkeypatch):
+def test_relevance_per_token_counts_a_python_class_by_the_code_it_will_show():
     from mcp_retrieval import assemble as assemble_module
 
     doc = "\n".join(f"    Explains blueprint option number {n} at length, with an example." for n in range(40))
@@ -400,15 +399,14 @@ def test_relevance_per_token_counts_a_python_class_by_the_code_it_will_show(monk
     c.chunk = replace(c.chunk, kind="class", symbol="Blueprint")
     assert assemble_module._shown_tokens(c) * 4 < c.chunk.tokens  # the docstring is most of it
     assert assemble_module._shown_tokens(as_function) == as_function.chunk.tokens
-    monkeypatch.setattr(assemble_module, "THRIFT_CLASS_CODE", False)
-    assert assemble_module._shown_tokens(c) == c.chunk.tokens
+    with applied(Rules(thrift_class_code=False)):
+        assert assemble_module._shown_tokens(c) == c.chunk.tokens
 
 
-def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_over(monkeypatch):
+def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_over():
     # Twelve short chunks of one file are booked with a full header each, but the window writes
     # their path once: by the books the budget is spent, as rendered a thirteenth chunk (another
     # file) still fits whole, and it comes — the ceiling still exact.
-    from mcp_retrieval import assemble as assembly
 
     same_file = [1 + 7 * k for k in range(12)]  # make_candidate puts i % 7 == 1 in pkg/mod1.py
     pool = [make_candidate(i, budget_counts([t])[0], 1.0 - n / 100, t)
@@ -422,8 +420,8 @@ def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_ov
 
     served = window()
     assert len(served.placed) == 13 and not any(p.excerpt for p in served.placed) and served.tokens <= budget
-    monkeypatch.setattr(assembly, "EXACT_REMAINING", False)  # by the books alone: the last one is left out
-    assert len(window().placed) == 12
+    with applied(Rules(exact_remaining=False)):  # by the books alone: the last one is left out
+        assert len(window().placed) == 12
 
 
 def test_a_window_is_counted_line_by_line_to_the_same_number():

@@ -11,6 +11,7 @@ from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import partners, rank_files, with_file_evidence
 from mcp_retrieval.indexers.import_links import Imports
 from mcp_retrieval.retrieve import Candidate
+from mcp_retrieval.rules import Rules, applied
 
 
 def test_each_ecosystems_test_conventions_are_recognised():
@@ -105,8 +106,7 @@ def test_a_file_a_head_file_imports_climbs_over_one_it_does_not():
     assert [c.chunk.path for c in unlinked][1] == "sym/solvers/solve.py"
 
 
-def test_an_imported_file_is_not_lifted_past_the_file_holding_the_best_match(monkeypatch):
-    from mcp_retrieval import file_rank
+def test_an_imported_file_is_not_lifted_past_the_file_holding_the_best_match():
 
     # plot.py imports groupby.py; regression.py holds the question's best single match
     pool = [candidate("sb/plot.py", 1.0), candidate("sb/regression.py", 1.1),
@@ -118,8 +118,8 @@ def test_an_imported_file_is_not_lifted_past_the_file_holding_the_best_match(mon
                             import_specs=lambda root, path: specs.get(path, []))
         return list(dict.fromkeys(c.chunk.path for c in ranked))
     assert order() == ["sb/regression.py", "sb/groupby.py", "sb/plot.py"]  # lifted past its importer only
-    monkeypatch.setattr(file_rank, "IMPORT_LIFT_YIELDS_TO_STRONGER", False)  # the rule decides it
-    assert order() == ["sb/groupby.py", "sb/regression.py", "sb/plot.py"]
+    with applied(Rules(import_lift_yields_to_stronger=False)):  # the rule decides it
+        assert order() == ["sb/groupby.py", "sb/regression.py", "sb/plot.py"]
 
 
 def test_import_specs_of_each_language_name_the_files_they_import():
@@ -253,8 +253,7 @@ def test_a_pasted_report_that_mentions_tests_still_ranks_test_code_after_code():
     assert structural_factor(test, short, w)[0] == structural_factor(code, short, w)[0]
 
 
-def test_a_pasted_report_ranks_test_code_as_far_down_as_prose(monkeypatch):
-    from mcp_retrieval import rerank
+def test_a_pasted_report_ranks_test_code_as_far_down_as_prose():
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
     test = candidate("testing/test_skipping.py", 1.0, "def test_xfail_dynamic(testdir):\n    request.applymarker(mark)\n")
@@ -263,12 +262,11 @@ def test_a_pasted_report_ranks_test_code_as_far_down_as_prose(monkeypatch):
     question = "where is an xfail marker added dynamically?"
     assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.prose_factor_bug_report)
     assert structural_factor(test, signals_for(question, [], "default"), w)[0] == pytest.approx(w.test_factor)
-    monkeypatch.setattr(rerank, "TESTS_AS_PROSE_IN_REPORTS", False)  # the rule is what decides it
-    assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.test_factor)
+    with applied(Rules(tests_as_prose_in_reports=False)):  # the rule is what decides it
+        assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.test_factor)
 
 
-def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call(monkeypatch):
-    from mcp_retrieval import rerank
+def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call():
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
     w = RerankWeights()
@@ -282,12 +280,11 @@ def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call(monke
     assert structural_factor(nested, report, w)[0] == structural_factor(code, report, w)[0]
     asked = signals_for("what does setup.py install?", [], "default")
     assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), asked, w)[0] == 1.0
-    monkeypatch.setattr(rerank, "SCRIPTS_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
-    assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), report, w)[0] == 1.0
+    with applied(Rules(scripts_after_code_in_reports=False)):  # the rule is what decides it
+        assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), report, w)[0] == 1.0
 
 
-def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project(monkeypatch):
-    from mcp_retrieval import rerank
+def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project():
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
     w = RerankWeights()
@@ -296,14 +293,13 @@ def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project(monke
         assert structural_factor(candidate(path, 1.0), report, w)[0] == pytest.approx(w.prose_factor_bug_report), path
     for path in ("requests/adapters.py", "packages/core/src/index.ts", "sympy/external/importtools.py"):
         assert structural_factor(candidate(path, 1.0), report, w)[0] == 1.0, path  # a monorepo's packages are its code
-    monkeypatch.setattr(rerank, "VENDORED_AFTER_CODE_IN_REPORTS", False)  # the rule is what decides it
-    assert structural_factor(candidate("cextern/wcslib/C/wcs.c", 1.0), report, w)[0] == 1.0
+    with applied(Rules(vendored_after_code_in_reports=False)):  # the rule is what decides it
+        assert structural_factor(candidate("cextern/wcslib/C/wcs.c", 1.0), report, w)[0] == 1.0
 
 
-def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises_it(monkeypatch):
+def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises_it():
     from dataclasses import replace
 
-    from mcp_retrieval import rerank
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
     w = RerankWeights()
@@ -320,5 +316,5 @@ def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises
         assert structural_factor(Candidate(chunk=chunk, score=1.0), report, w)[0] == 1.0
     question = signals_for("what raises ConnectionError?", [], "default")  # not a report
     assert structural_factor(Candidate(chunk=named, score=1.0), question, w)[0] == 1.0
-    monkeypatch.setattr(rerank, "EXCEPTION_DECLARATIONS_AFTER_CODE_IN_REPORTS", False)  # the rule decides it
-    assert structural_factor(declared, report, w)[0] == 1.0
+    with applied(Rules(exception_declarations_after_code_in_reports=False)):  # the rule decides it
+        assert structural_factor(declared, report, w)[0] == 1.0

@@ -3,6 +3,7 @@ from mcp_retrieval.classify import classify
 from mcp_retrieval.extract import extract
 from mcp_retrieval.understand import deterministic
 from mcp_retrieval.workspace import Workspace
+from mcp_retrieval.rules import Rules, applied
 
 TRACEBACK = '''Unit equality comparison with None raises TypeError
 ```
@@ -368,13 +369,12 @@ def test_a_name_imported_from_a_package_does_not_point_at_its_init(engine):
     assert "src/shop/pricing.py" in engine.retriever.path_hits(extract(written, []), written)[1]  # written as a path
 
 
-def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine, monkeypatch):
-    from mcp_retrieval import retrieve
+def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine):
 
     question = "Totals are wrong after the upgrade\n```\nimport shop\nprint(shop.__version__)\nshop.Cart().total()\n```"
     assert "src/shop/__init__.py" not in engine.retriever.path_hits(extract(question, []), question)[1]
-    monkeypatch.setattr(retrieve, "TOP_PACKAGE_IS_NO_MODULE_ANCHOR", False)  # the rule is what decides it
-    assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
+    with applied(Rules(top_package_is_no_module_anchor=False)):  # the rule is what decides it
+        assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
 
 
 ENV_DUMP = ("<details><summary>Output of <tt>shop.show_versions()</tt></summary>\n\n```\ncommit: None\n"
@@ -389,7 +389,6 @@ def _place(items, path: str) -> int:
 
 
 def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(engine, monkeypatch):
-    from mcp_retrieval import pipeline
     from mcp_retrieval.question_parts import without_environment
 
     root = engine.config.root
@@ -413,16 +412,15 @@ def test_an_environment_dump_is_set_aside_before_any_stage_reads_the_question(en
     prose = "## Environment\nIt fails when the router runs inside a container, see below.\n"
     assert without_environment(prose) == (prose, 0)
 
-    monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", False)
+    monkeypatch.setattr(engine.config, "rules", Rules(environment_set_aside=False))
     before = _place(Workspace.single(engine).packet(question, max_items=50).items, "src/shop/versions.py")
-    monkeypatch.setattr(pipeline, "ENVIRONMENT_SET_ASIDE", True)
+    monkeypatch.setattr(engine.config, "rules", Rules(environment_set_aside=True))
     items = Workspace.single(engine).packet(question, max_items=50).items
     assert items[0].path == "src/shop/discount.py" and _place(items, "src/shop/versions.py") > before
 
 
 def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
     """A template's HTML comments (hidden on GitHub) name the template's own files, not the subject."""
-    from mcp_retrieval import pipeline
     from mcp_retrieval.question_parts import without_template_comments
 
     root = engine.config.root
@@ -442,9 +440,9 @@ def test_an_issue_templates_comments_are_set_aside(engine, monkeypatch):
     # a comment the reporter never closed holds the rest of the report: it stays
     assert without_template_comments("Crash\n<!-- the stack:\nKeyError") == ("Crash\n<!-- the stack:\nKeyError", 0)
 
-    monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", False)
+    monkeypatch.setattr(engine.config, "rules", Rules(template_comments_set_aside=False))
     before = _place(Workspace.single(engine).packet(question, max_items=50).items, "diagnostics/info.sh")
-    monkeypatch.setattr(pipeline, "TEMPLATE_COMMENTS_SET_ASIDE", True)
+    monkeypatch.setattr(engine.config, "rules", Rules(template_comments_set_aside=True))
     items = Workspace.single(engine).packet(question, max_items=50).items
     paths = [i.path for i in items]
     assert paths[0] == "src/shop/discount.py" and _place(items, "diagnostics/info.sh") > before

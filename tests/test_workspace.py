@@ -12,6 +12,7 @@ from mcp_retrieval.roots import read_config, resolve_workspace
 from mcp_retrieval.server import build_server
 from mcp_retrieval.workspace import open_workspace
 from mcp_retrieval.workspace import Workspace
+from mcp_retrieval.rules import Rules, applied
 
 
 def make_client_lib(root):
@@ -191,7 +192,7 @@ def test_the_off_by_default_mechanisms_are_switched_on_in_the_settings(workspace
         read_config(config)
 
 
-def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller_named_a_number(monkeypatch):
+def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller_named_a_number():
     from mcp_retrieval import workspace
 
     assert workspace.chunk_cap(20, 1000, None) == 20  # a narrow window: the fixed caps
@@ -201,12 +202,12 @@ def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller
     assert workspace.chunk_cap(20, 64000, None) == 64  # never past the argument's own limit
     assert workspace.chunk_cap(20, 6000, 12) == 12  # the caller's number is kept as given
     assert workspace.chunk_cap(20, 1000, 30) == 20  # ... and the class still caps a narrow window
-    monkeypatch.setattr(workspace, "TOKENS_PER_CHUNK", None)
-    assert workspace.chunk_cap(20, 6000, None) == 20 and workspace.chunk_cap(24, 6000, None) == 20
+    with applied(Rules(tokens_per_chunk=None)):
+        assert workspace.chunk_cap(20, 6000, None) == 20 and workspace.chunk_cap(24, 6000, None) == 20
 
 
 def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, monkeypatch):
-    from mcp_retrieval import Config, Engine, workspace
+    from mcp_retrieval import Config, Engine
 
     root = tmp_path / "repo"
     root.mkdir()
@@ -224,7 +225,7 @@ def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, m
 
         assert full_chunks() > 20
         assert full_chunks(max_chunks=20) <= 20
-        monkeypatch.setattr(workspace, "TOKENS_PER_CHUNK", None)
+        monkeypatch.setattr(engine.config, "rules", Rules(tokens_per_chunk=None))
         assert full_chunks() <= 20
     finally:
         engine.close()

@@ -95,7 +95,8 @@ def collect_commits(args) -> None:
                     continue
                 row = {"repo": repo, "base_commit": parent}
                 try:
-                    engine, *_ = open_instance(row, {repo: str(git_dir)}, Path(args.work), engines, no_dense=True)
+                    engine, *_ = open_instance(row, {repo: str(git_dir)}, Path(args.work), engines,
+                                               no_dense=args.embedder == "none", embedder=args.embedder)
                     record = pool_record(engine, message)
                 except Exception as exc:
                     print(f"{qid}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -129,7 +130,8 @@ def collect_rows(args) -> None:
                 print(f"{row['instance_id']}: no snapshot of {row['repo']}", file=sys.stderr)
                 continue
             try:
-                engine, *_ = open_instance(row, {row["repo"]: str(git_dir)}, Path(args.work), engines, no_dense=True)
+                engine, *_ = open_instance(row, {row["repo"]: str(git_dir)}, Path(args.work), engines,
+                                           no_dense=args.embedder == "none", embedder=args.embedder)
                 record = pool_record(engine, row["problem_statement"])
             except Exception as exc:
                 print(f"{row['instance_id']}: {type(exc).__name__}: {exc}", file=sys.stderr)
@@ -154,7 +156,7 @@ def collect_semble(args) -> None:
         queries = json.loads((data / "annotations" / f"{repo['name']}.json").read_text())
         if all(f"semble/{repo['name']}/{i}" in done for i in range(len(queries))):
             continue
-        opened, note = _open_repo(repo, Path(args.mirrors), Path(args.work), False)
+        opened, note = _open_repo(repo, Path(args.mirrors), Path(args.work), args.embedder != "none", args.embedder)
         if opened is None:
             print(f"{repo['name']}: {note}", file=sys.stderr)
             continue
@@ -189,6 +191,8 @@ def main(argv: list[str]) -> int:
         p.add_argument("--mirrors", default="/work/.mirror")
         p.add_argument("--work", default="/tmp/ranker-work")
         p.add_argument("--out", required=True)
+        p.add_argument("--embedder", default="none", choices=("none", "static", "minilm"),
+                       help="the dense tier of the pools (none: lexical pools, as the shipped lexical model)")
     args = ap.parse_args(argv)
     {"commits": collect_commits, "semble": collect_semble, "rows": collect_rows}[args.source](args)
     return 0

@@ -1,9 +1,10 @@
 """`python -m mcp_retrieval.bench ab`: one rule on and off, in one process, question by question.
 
-Every ranking rule has a module-level switch (`rerank.TESTS_AS_PROSE_IN_REPORTS`,
-`continuation.CONTINUATIONS`, `continuation.MAX_SHARE`, ...) read at call time. This checks each
-question out and indexes it once, then answers it twice — arm `served` with the switches as the
-code has them, arm `flipped` with each boolean switch negated (or set to the value given) — so the
+Every rule that can be switched off is a field of the root's `Rules` (`rules.tests_as_prose_in_reports`,
+`rules.continuations`; rules.py), and every tuning constant a module-level name read at call time
+(`continuation.MAX_SHARE`). This checks each question out and indexes it once, then answers it
+twice — arm `served` with the rules and constants as the code has them, arm `flipped` with each
+boolean negated (or set to the value given) — so the
 two columns differ by the rule alone (`--weight tier=VALUE` flips a fusion tier's weight the same
 way): separate runs differ by about a question at Acc@5 through
 the index state a run leaves behind (docs/BENCHMARKS-history.md 19a).
@@ -33,18 +34,21 @@ CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "tokens")
 
 
 class Switch:
-    """`module.NAME` (a boolean, flipped) or `module.NAME=value` (a Python literal) in `mcp_retrieval`."""
+    """`module.NAME` (a boolean, flipped) or `module.NAME=value` (a Python literal) in `mcp_retrieval`;
+    `rules.name[=value]` changes a field of each engine's `Config.rules` instead."""
 
     def __init__(self, spec: str):
         name, eq, value = spec.partition("=")
         module_name, _, self.attr = name.rpartition(".")
+        self.is_rule = module_name == "rules"
         try:
             self.module = importlib.import_module(f"mcp_retrieval.{module_name}")
         except ImportError as e:
             raise ValueError(f"{spec}: no module mcp_retrieval.{module_name}") from e
-        if not module_name or not hasattr(self.module, self.attr):
+        owner = self.module.DEFAULT if self.is_rule else self.module
+        if not module_name or not hasattr(owner, self.attr):
             raise ValueError(f"{spec}: mcp_retrieval.{module_name} has no {self.attr}")
-        self.served = getattr(self.module, self.attr)
+        self.served = getattr(owner, self.attr)
         if eq:
             self.flipped = ast.literal_eval(value)
         elif isinstance(self.served, bool):
@@ -53,7 +57,11 @@ class Switch:
             raise ValueError(f"{spec}: not a boolean switch; give the other value as {name}=VALUE")
 
     def set(self, arm: str, engine=None) -> None:
-        setattr(self.module, self.attr, self.served if arm == "served" else self.flipped)
+        value = self.served if arm == "served" else self.flipped
+        if not self.is_rule:
+            setattr(self.module, self.attr, value)
+        elif engine is not None:
+            engine.config.rules = engine.config.rules.with_changes(**{self.attr: value})
 
 
 class Weight:

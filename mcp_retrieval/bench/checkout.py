@@ -87,10 +87,11 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
 
 
 def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *, no_dense: bool,
-                  max_priority: int | None = None):
+                  max_priority: int | None = None, embedder: str = "minilm"):
     """The Engine and whole-file BM25 of `row`'s repository, put at its base commit and indexed
     (incrementally), with the history read at that commit from the repository's git directory,
-    as on a user's clone: nothing later is visible. `engines` caches them per repository.
+    as on a user's clone: nothing later is visible. `engines` caches them per repository;
+    `embedder` names the dense tier's model when `no_dense` is false.
     Returns (engine, file_bm25, checkout counts, seconds spent indexing)."""
     import time
 
@@ -105,7 +106,7 @@ def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *
     moved = checkout(Path(repos[repo]), row["base_commit"], tree)
     if repo not in engines:
         cfg = Config.resolve(tree, work / "index" / slug, persist_sessions=False,
-                             embedder="none" if no_dense else "minilm")
+                             embedder="none" if no_dense else embedder)
         cfg.cache_dir = work / "cache"
         cfg.history_git_dir = Path(repos[repo])
         engines[repo] = (Engine(cfg), FileBM25(work / "filebm25" / slug))

@@ -1,0 +1,94 @@
+"""The ranking and assembly rules that can be switched off: one `Rules` object per root
+(`Config.rules`), in force for each request that root answers.
+
+Every rule here was kept by a measurement (the section of docs/BENCHMARKS-history.md beside it).
+The server never switches one off; the switches exist to measure a rule again (`python -m
+mcp_retrieval.bench ab --switch rules.NAME`) and for tests that show a rule is what decides their
+case, which construct `Rules(name=False)` instead of patching a module. Code reads `current()`;
+`Engine.gather` and the `Workspace` tools put the answering root's rules in force with `applied`
+(a context variable: two threads, or two roots answering at once, each see their own).
+
+A leaf module: it imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import functools
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rules:
+    # reading the question (pipeline, question_parts, extract)
+    environment_set_aside: bool = True  # version dumps leave the question before any stage reads it (24a)
+    env_sections: bool = True  # so do a template's Environment/Versions sections (24a)
+    template_comments_set_aside: bool = True  # and an issue template's HTML comments (37c)
+    join_title_pairs: bool = True  # the title tier also searches `man page` as `manpage`
+    read_from_imports: bool = True  # `from pkg.mod import A` read as `pkg.mod.A` (19b)
+    read_options: bool = True  # `--collect-only` read as an option, found where it is declared (19b)
+    located_messages: bool = True  # a quoted message found at its format string (25a)
+    # anchors (retrieve)
+    one_word_modules_only_python: bool = True  # a bare `utils` names a module in Python only
+    project_name_in_prose_is_no_symbol: bool = True  # "Sphinx 3.2 complains" is not `class Sphinx` (20b)
+    imported_name_names_no_package: bool = True  # `from pkg import Name` does not point at pkg/__init__.py
+    strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
+    top_package_is_no_module_anchor: bool = True  # `import sympy` points at no module (21b)
+    # the rerank stage's structural signals, for pasted reports (rerank)
+    reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
+    scripts_after_code_in_reports: bool = True  # setup.py, scripts/, bin/ ... after code (21c)
+    vendored_after_code_in_reports: bool = True  # cextern/, _vendor/ ... after code (21e)
+    exception_declarations_after_code_in_reports: bool = True  # `class FooError` after its raise sites (23e)
+    tests_as_prose_in_reports: bool = True  # a report's test files rank as far down as prose (21h)
+    # files (file_rank)
+    import_lift_yields_to_stronger: bool = True  # the Python import lift stops below the best match (23g)
+    # the `context` window (module_heads, lead_file, continuation, assemble, workspace)
+    module_heads_after_definitions: bool = True  # a module's head chunk below its best definition (25e)
+    lead_file_matches: bool = True  # wide windows read the lead file on its own (27a)
+    continuations: bool = True  # a split definition's pieces come together (22)
+    excerpt_code_first: bool = True  # an excerpt matches lines of code before documentation (25d)
+    class_docs_elided: bool = True  # a Python class comes without its docstring when that halves it (28b)
+    thrift_class_code: bool = True  # relevance per token counts such a class by its code (28g)
+    exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)
+    thrift: float = 0.25  # wide windows choose by relevance per token, scaled by (200 / tokens) ** thrift (26c)
+    tokens_per_chunk: int | None = 150  # a window may hold one chunk per this many tokens (28d); None: fixed caps
+
+    def with_changes(self, **changes) -> "Rules":
+        """These rules with some changed; an unknown name is a clear error."""
+        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
+        if unknown:
+            raise ValueError(f"no such rule: {', '.join(sorted(unknown))}")
+        return dataclasses.replace(self, **changes)
+
+
+DEFAULT = Rules()
+_IN_FORCE: contextvars.ContextVar[Rules] = contextvars.ContextVar("mcp_retrieval_rules", default=DEFAULT)
+
+
+def current() -> Rules:
+    """The rules of the request being answered (the defaults outside any)."""
+    return _IN_FORCE.get()
+
+
+@contextlib.contextmanager
+def applied(rules: Rules):
+    """Put `rules` in force for the calls made inside the block (this thread only)."""
+    token = _IN_FORCE.set(rules)
+    try:
+        yield rules
+    finally:
+        _IN_FORCE.reset(token)
+
+
+def enforced(rules_of):
+    """A method decorator: the call runs with `rules_of(self)` in force (an Engine's own config's
+    rules; a Workspace's lead root's)."""
+    def wrap(method):
+        @functools.wraps(method)
+        def call(self, *args, **kwargs):
+            with applied(rules_of(self)):
+                return method(self, *args, **kwargs)
+        return call
+    return wrap

@@ -1,0 +1,62 @@
+"""The rules that can be switched off are settings of a root (`Config.rules`), in force for the
+requests that root answers: two roots with different rules answer side by side, each by its own."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from mcp_retrieval.rules import DEFAULT, Rules, applied, current
+from mcp_retrieval.stages import StageLog
+from tests.conftest import engine_over
+
+SOURCES = {
+    "shop/cart.py": "def apply_discount(cart, rate):\n    \"\"\"Apply a discount rate to every item of the cart.\"\"\"\n"
+                    "    for item in cart.items:\n        item.price = item.price * (1 - rate)\n    return cart\n",
+    "tests/test_cart.py": "from shop.cart import apply_discount\n\n\ndef test_apply_discount_twice(cart):\n"
+                          "    apply_discount(cart, 0.1)\n    apply_discount(cart, 0.1)\n"
+                          "    assert cart.items[0].price == 81\n",
+}
+REPORT = ("apply_discount applies the discount twice\n\nWhen I call apply_discount on a cart with a rate of 0.1 "
+          "twice, every item of the cart loses the discount twice over and the price of the item is wrong. "
+          "I expected apply_discount to apply the discount rate once per cart item. The test "
+          "test_apply_discount_twice shows the price of the first item after two calls. "
+          "This happens with every cart I tried, whatever the rate of the discount is, and it did not "
+          "happen before the last release of the shop package.\n")
+
+
+def test_a_rule_changed_by_name_and_an_unknown_name_is_a_clear_error():
+    assert Rules().with_changes(continuations=False) == Rules(continuations=False)
+    with pytest.raises(ValueError, match="no such rule: contnuations"):
+        Rules().with_changes(contnuations=False)
+
+
+def test_rules_in_force_are_the_blocks_own_and_restored_after_it():
+    assert current() is DEFAULT
+    with applied(Rules(thrift=0.0)):
+        assert current().thrift == 0.0
+        with ThreadPoolExecutor(1) as pool:  # another thread is outside the block
+            assert pool.submit(current).result() is DEFAULT
+    assert current() is DEFAULT
+
+
+def _test_share(engine) -> float:
+    """The test file's best score as a share of the code file's, in the engine's ranked pool."""
+    gathered = engine.gather(REPORT, [], [], None, StageLog(), for_packet=True)
+    best = {}
+    for c in gathered.candidates:
+        best[c.chunk.path] = max(best.get(c.chunk.path, 0.0), c.score)
+    return best["tests/test_cart.py"] / best["shop/cart.py"]
+
+
+def test_two_roots_with_different_rules_answer_at_once_each_by_its_own(tmp_path):
+    served = engine_over(SOURCES, tmp_path / "a")
+    flipped = engine_over(SOURCES, tmp_path / "b")
+    flipped.config.rules = Rules(tests_as_prose_in_reports=False)
+    try:
+        alone = _test_share(served), _test_share(flipped)
+        assert alone[0] < alone[1]  # a report's test file ranks as prose only where the rule is on
+        with ThreadPoolExecutor(2) as pool:  # side by side, as a workspace of two roots asks them
+            together = tuple(pool.map(_test_share, [served, flipped]))
+        assert together == pytest.approx(alone)
+    finally:
+        served.close(), flipped.close()
