@@ -39,6 +39,9 @@ class Embedder(Protocol):
     model_id: str
     dim: int
     semantic: bool  # False: vectors carry no meaning (tests); their similarity is not evidence
+    # True: a cosine of at least decide.MIN_DENSE says on its own that the workspace holds the
+    # answer (a sentence model). False: a match ranks, lexical evidence decides know/miss.
+    similarity_decides: bool
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -122,6 +125,7 @@ class MiniLMEmbedder:
 
     dim = DIM
     semantic = True
+    similarity_decides = True
     QUERY_TEXTS = 3
 
     def __init__(self, cache_dir: Path, *, batch_size: int = 4, threads: int | None = None,
@@ -192,6 +196,7 @@ class HashEmbedder:
     model_id = "hash-test-embedder"
     dim = 64
     semantic = False
+    similarity_decides = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from mcp_retrieval.indexers.analysis import terms

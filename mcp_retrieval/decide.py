@@ -80,18 +80,22 @@ def _coverage(wanted: set[str], have: set[str]) -> float:
     return min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
 
 
-def decide(ev: Evidence, has_vectors: bool, vectors_complete: bool = True) -> Know | Miss:
-    """Anchored evidence is always `know`. With every chunk embedded, semantic similarity decides
-    (lexical coverage alone cannot: off-topic questions share words like "configure" with code);
-    while vectors are missing (lexical-first indexing, or no model), lexical coverage decides."""
+def decide(ev: Evidence, has_vectors: bool, vectors_complete: bool = True,
+           similarity_decides: bool = True) -> Know | Miss:
+    """Anchored evidence is always `know`. With every chunk embedded by a sentence model, semantic
+    similarity decides (lexical coverage alone cannot: off-topic questions share words like
+    "configure" with code); while vectors are missing (lexical-first indexing, or no model), or
+    when the model's similarity is no evidence on its own (`similarity_decides` false: the static
+    token table), lexical coverage decides."""
+    dense_decides = has_vectors and similarity_decides
     if ev.anchored:
         weak = False
-    elif has_vectors and vectors_complete:
+    elif dense_decides and vectors_complete:
         weak = ev.dense_top < MIN_DENSE
     else:
         lexical = ev.coverage >= MIN_COVERAGE or (ev.known_words >= MIN_KNOWN_WORDS
                                                   and ev.head_coverage >= MIN_HEAD_COVERAGE)
-        weak = not lexical and not (has_vectors and ev.dense_top >= MIN_DENSE)
+        weak = not lexical and not (dense_decides and ev.dense_top >= MIN_DENSE)
     if weak:
         return Miss(reason="abstain", escalate_to="ask_user",
                     detail=f"weak evidence: covers {ev.coverage:.0%} of the question's terms, "

@@ -319,7 +319,7 @@ class Engine:
                 st["detail"] = refreshed.detail()
         if candidates:
             outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
-                                    self._vectors_complete())
+                                    self._vectors_complete(), ranked.similarity_decides)
         elif dropped:  # everything found is gone from disk since indexing
             outcome = Miss(reason="stale", escalate_to="reindex",
                            detail=f"the {dropped} matching chunks' files changed or vanished since indexing")

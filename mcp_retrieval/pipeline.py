@@ -39,6 +39,7 @@ class Ranked:
     reranker: str = "none"
     graph_added: int = 0
     has_vectors: bool = False
+    similarity_decides: bool = False  # the dense match alone may decide know/miss (Embedder.similarity_decides)
     pool_size: int = 0
     query: str = ""  # the question as the stages read it (an environment dump set aside)
 
@@ -130,7 +131,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for t in ("path", "symbol", "message") for cid, _ in ranked.get(t, [])}, stages,
-                    has_vectors=semantic, pool_size=len(candidates), query=query)
+                    has_vectors=semantic, pool_size=len(candidates), query=query,
+                    similarity_decides=semantic and getattr(retriever.embedder, "similarity_decides", True))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
     if recent_turns:

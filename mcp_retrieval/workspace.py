@@ -373,7 +373,8 @@ class Workspace:
         def partner(root: str, path: str) -> Candidate | None:
             return by_root[root].first_chunk(path)
 
-        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
+        hybrid = lead.ranked is not None and lead.ranked.has_vectors
+        model = file_scorer.shipped("hybrid" if hybrid else "lexical") if lead.engine.config.file_ranker else None
         explained: dict = {}  # file -> its feature contributions, filled with debug
         with stages.run("files") as st:
             learned = (lambda kept: file_scorer.file_scores(model, query, kept, explained if debug else None)) \

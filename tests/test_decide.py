@@ -20,6 +20,13 @@ def test_spread_words_the_workspace_knows_are_an_answer_and_unknown_words_a_miss
     assert isinstance(decide(evidence(0.3, 0.0, 0.0), has_vectors=False), Know)  # one chunk covers it
 
 
+def test_a_models_similarity_decides_alone_only_where_the_model_says_it_may():
+    close = Evidence(0.1, 0.7, False, False, None, 1.0, 0.1, known_words=0.5, head_coverage=0.1)
+    assert isinstance(decide(close, has_vectors=True), Know)  # a sentence model's 0.7 is a match
+    assert isinstance(decide(close, has_vectors=True, similarity_decides=False), Miss)  # a token table's is not
+    assert isinstance(decide(evidence(0.3, 0.0, 0.0), has_vectors=True, similarity_decides=False), Know)
+
+
 def test_off_topic_questions_stay_misses_on_a_real_index(workspace, tmp_path):
     config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="none")
     config.cache_dir = tmp_path / "cache"

@@ -41,5 +41,10 @@ def test_the_static_model_is_a_dense_tier(workspace, tmp_path):
         result = Workspace.single(engine).packet("how is the price of the cart computed", debug=True)
         dense = next(s for s in result.debug.stages if s.name == "dense")
         assert dense.status == "done" and result.items
+        ws = Workspace.single(engine)  # its similarity is no evidence alone: off-topic stays a miss
+        for question in ("payroll tax withholding calculation", "zqxv wplk frrbz qorp",  # cosines 0.53-0.56 here
+                         "PDF font embedding and glyph subsetting"):
+            assert ws.packet(question).miss is not None, question
+        assert ws.packet("cart items and discount codes").know is not None
     finally:
         engine.close()

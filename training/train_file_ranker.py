@@ -198,6 +198,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the pools with the shipped weights (in-sample where they were trained on them)")
+    ap.add_argument("--kind", choices=("lexical", "hybrid"), default="lexical",
+                    help="which shipped model --shipped scores with: pools without vectors (lexical) or with them")
     args = ap.parse_args(argv)
     records = [json.loads(line) for p in args.pools for line in Path(p).read_text().splitlines() if line.strip()]
     print(f"{len(records)} questions from {len({r['repo'] for r in records})} repositories", file=sys.stderr)
@@ -216,7 +218,7 @@ def main(argv: list[str]) -> int:
                "learned_cross_validated": report(records, by_temperature[temperature],
                                                  f"learned (temperature {temperature:g}), {FOLDS} folds")}
     if args.shipped:
-        figures["shipped"] = report(records, [evaluate(r, shipped()) for r in records], "shipped weights")
+        figures["shipped"] = report(records, [evaluate(r, shipped(args.kind)) for r in records], "shipped weights")
     if args.boosted:
         boosted: list[dict] = [{}] * len(records)
         for fold in range(FOLDS):

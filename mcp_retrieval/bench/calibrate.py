@@ -42,23 +42,27 @@ OFF_TOPIC = [
 ]
 
 
-def evidence(engine: Engine, query: str) -> tuple[decide.Evidence | None, bool]:
+def evidence(engine: Engine, query: str) -> tuple[decide.Evidence | None, tuple[bool, bool]]:
+    """The question's evidence, and (vectors searched, their similarity decides alone)."""
     ranked = engine._rank(query, [], None, None)
+    vectors = ranked.has_vectors, ranked.similarity_decides
     if not ranked.candidates:
-        return None, ranked.has_vectors
-    return engine.evidence(query, ranked, ranked.candidates), ranked.has_vectors
+        return None, vectors
+    return engine.evidence(query, ranked, ranked.candidates), vectors
 
 
-def _semble_groups(data: Path, work: Path, groups: dict[str, list]) -> None:
-    """semble_dev's questions (all answerable) and the off-topic ones, over the lexical indexes
-    `bench semble` built under `work` (each repository's `benchmark_root` at its revision)."""
+def _semble_groups(data: Path, work: Path, groups: dict[str, list], embedder: str = "none") -> None:
+    """semble_dev's questions (all answerable) and the off-topic ones, over the indexes `bench
+    semble` (or `training.collect semble`) built under `work` with `embedder` (each repository's
+    `benchmark_root` at its revision)."""
+    folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
     for repo in json.loads((data / "repos.json").read_text()):
-        index = work / "index" / repo["name"]
+        index = work / folder / repo["name"]
         if not index.is_dir():
             continue
         tree = work / "trees" / repo["name"]
         cfg = Config.resolve(tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree, index,
-                             persist_sessions=False, embedder="none")
+                             persist_sessions=False, embedder=embedder)
         cfg.cache_dir = work / "cache"
         engine = Engine(cfg)
         for q in json.loads((data / "annotations" / f"{repo['name']}.json").read_text()):
@@ -74,11 +78,13 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--semble", default=None, help="or the semble_dev folder: its questions over the indexes "
                                                    "`bench semble` left in --work")
     ap.add_argument("--work", required=True)
+    ap.add_argument("--embedder", default="none", choices=("none", "static", "minilm"),
+                    help="with --semble: the dense tier of the indexes read (their folder under --work)")
     args = ap.parse_args(argv)
     work = Path(args.work)
     groups: dict[str, list] = {"dev": [], "off_topic": []}
     if args.semble:
-        _semble_groups(Path(args.semble), work, groups)
+        _semble_groups(Path(args.semble), work, groups, args.embedder)
     rows = [json.loads(x) for x in Path(args.instances).read_text().splitlines() if x.strip()] if args.instances else []
     for repo in sorted({r["repo"] for r in rows}):
         slug = repo.replace("/", "__")
@@ -96,7 +102,7 @@ def main(argv: list[str]) -> int:
     report = {}
     for name, items in groups.items():
         evs = [(e, v) for e, v in items if e is not None]
-        decisions = [decide.decide(e, v, vectors_complete=True) for e, v in evs]
+        decisions = [decide.decide(e, v[0], True, v[1]) for e, v in evs]
         report[name] = {
             "n": len(items), "no_candidates": len(items) - len(evs),
             "know": sum(d.found for d in decisions),
