@@ -13,8 +13,11 @@ import bisect
 import difflib
 import functools
 import re
+from array import array
 from collections import defaultdict, deque
 from dataclasses import dataclass
+
+import numpy as np
 
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suffixes
@@ -48,19 +51,71 @@ class Node:
     end_line: int
 
 
+@dataclass(frozen=True)
+class Edges:
+    """Distinct edges as arrays: source and target node, and the index of the type in `types`
+    (sorted names, so code order is name order)."""
+    source: np.ndarray
+    target: np.ndarray
+    code: np.ndarray
+    types: tuple[str, ...]
+
+    @classmethod
+    def of(cls, edges) -> "Edges":
+        """From (source, target, type) tuples, duplicates dropped."""
+        edges = sorted(set(edges))
+        types = tuple(sorted({typ for _, _, typ in edges}))
+        codes = {typ: i for i, typ in enumerate(types)}
+        return cls(np.array([e[0] for e in edges], dtype=np.int64), np.array([e[1] for e in edges], dtype=np.int64),
+                   np.array([codes[e[2]] for e in edges], dtype=np.int8), types)
+
+
+class Adjacency:
+    """One direction of the graph's edges, `node -> [(neighbour, edge type)]`, held as CSR arrays:
+    as a dict of lists of tuples, sympy's 469k edges held ~150 MB in the two directions, and
+    building the walk's arrays from them ~100 MB more for a moment (BENCHMARKS 40c). A node's
+    neighbours come in (neighbour, type) order."""
+
+    def __init__(self, size: int, start: np.ndarray, end: np.ndarray, code: np.ndarray, types: tuple[str, ...]):
+        order = np.lexsort((code, end, start))
+        self.types = types
+        self.neighbour = end[order].astype(np.int32)
+        self.code = code[order].astype(np.int8)
+        self.ptr = np.zeros(size + 1, dtype=np.int64)
+        np.cumsum(np.bincount(start, minlength=size), out=self.ptr[1:])
+
+    def get(self, node: int, default=()):
+        if not 0 <= node < len(self.ptr) - 1:
+            return default
+        lo, hi = int(self.ptr[node]), int(self.ptr[node + 1])
+        if lo == hi:
+            return default
+        types = self.types
+        return [(t, types[k]) for t, k in zip(self.neighbour[lo:hi].tolist(), self.code[lo:hi].tolist())]
+
+    def degree(self) -> np.ndarray:
+        return np.diff(self.ptr)
+
+    def items(self):
+        """(node, its neighbours) for every node with any."""
+        for node in np.flatnonzero(self.degree()).tolist():
+            yield node, self.get(node)
+
+    def __len__(self) -> int:
+        return len(self.neighbour)
+
+
 class CodeGraph:
-    def __init__(self, nodes: list[Node], edges: list[tuple[int, int, str]],
+    def __init__(self, nodes: list[Node], edges: Edges | list[tuple[int, int, str]],
                  external: list[tuple[int, str]] | None = None):
         self.nodes = nodes
         # absolute imports this root does not define (`requests.sessions:Session`, `my-lib/util`):
         # (importing file's node, import spec); another root of the workspace may provide them
         self.external = external or []
         self.index = {n.id: i for i, n in enumerate(nodes)}
-        self.out: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        self.inc: dict[int, list[tuple[int, str]]] = defaultdict(list)
-        for s, t, typ in edges:
-            self.out[s].append((t, typ))
-            self.inc[t].append((s, typ))
+        edges = edges if isinstance(edges, Edges) else Edges.of(edges)
+        self.out = Adjacency(len(nodes), edges.source, edges.target, edges.code, edges.types)
+        self.inc = Adjacency(len(nodes), edges.target, edges.source, edges.code, edges.types)
         self.by_name: dict[str, list[int]] = defaultdict(list)
         self.by_qual: dict[str, list[int]] = defaultdict(list)
         for i, n in enumerate(nodes):
@@ -72,22 +127,30 @@ class CodeGraph:
     def load(cls, store: Store) -> "CodeGraph":
         nodes = [Node(*row) for row in store.symbols()]
         resolver = _Resolver(nodes)
-        edges: set[tuple[int, int, str]] = set()
+        sources, targets_, codes = array("q"), array("q"), array("b")  # compact while resolving
         external: list[tuple[int, str]] = []
-        types: dict[str, str] = {}  # one string object per edge type, not one per row
+        found_types: dict[str, int] = {}
         for imports in (True, False):  # imports first: they feed the alias maps
             for path, source, target, typ in store.iter_edges(imports):
                 s = resolver.index.get(source)
                 if s is None:
                     continue
-                typ = types.setdefault(typ, typ)
+                code = found_types.setdefault(typ, len(found_types))
                 targets = resolver.resolve(path, source, target, typ)
                 for t in targets:
                     if t != s:
-                        edges.add((s, t, typ))
+                        sources.append(s), targets_.append(t), codes.append(code)
                 if imports and not targets and not target.startswith((".", "/")):
                     external.append((s, target))
-        return cls(nodes, sorted(edges), sorted(set(external)))
+        types = tuple(sorted(found_types))
+        renumber = np.array([types.index(typ) for typ in found_types] or [0], dtype=np.int64)
+        src, dst = np.frombuffer(sources, dtype=np.int64), np.frombuffer(targets_, dtype=np.int64)
+        code = renumber[np.frombuffer(codes, dtype=np.int8).astype(np.int64)] if len(codes) else np.zeros(0, np.int64)
+        width = max(len(types), 1)
+        key = np.unique((src * len(nodes) + dst) * width + code)  # distinct edges
+        edges = Edges(key // width // max(len(nodes), 1), key // width % max(len(nodes), 1),
+                      (key % width).astype(np.int8), types)
+        return cls(nodes, edges, sorted(set(external)))
 
     def provides(self, spec: str, package: str | None = None, entry: str | None = None) -> int | None:
         """The file of this root another root's import spec names, if any: a Python module

@@ -30,26 +30,26 @@ class _Walk:
 
     def __init__(self, graph: CodeGraph):
         n = len(graph.nodes)
-        src: list[int] = []
-        dst: list[int] = []
-        weight: list[float] = []
-        degree = np.zeros(n, dtype=np.int64)
-        for node in range(n):
-            out_edges, in_edges = graph.out.get(node, ()), graph.inc.get(node, ())
-            degree[node] = len(out_edges) + len(in_edges)
-            steps = [(t, EDGE_WEIGHTS.get(typ, 0.3)) for t, typ in out_edges]
-            steps += [(s, EDGE_WEIGHTS.get(typ, 0.3) * 0.7) for s, typ in in_edges]
-            src += [node] * len(steps)
-            dst += [to for to, _ in steps]
-            weight += [w for _, w in steps]
+        out, inc = graph.out, graph.inc
+        out_degree, in_degree = out.degree(), inc.degree()
+        degree = out_degree + in_degree
+        # each node's steps: its out-edges (in the adjacency's order), then its in-edges at 0.7
+        origin = np.concatenate([np.repeat(np.arange(n), out_degree), np.repeat(np.arange(n), in_degree)])
+        order = np.argsort(origin, kind="stable")
         self.size = n
-        self.src = np.asarray(src, dtype=np.int64)
-        self.dst = np.asarray(dst, dtype=np.int64)
-        self.weight = np.asarray(weight, dtype=np.float64)
+        self.src = origin[order]
+        self.dst = np.concatenate([out.neighbour, inc.neighbour]).astype(np.int64)[order]
+        self.weight = np.concatenate([_step_weights(out, 1.0), _step_weights(inc, 0.7)])[order]
         self.damp = 1.0 / (1.0 + np.maximum(0, degree - 20) / 20)  # hubs pass on less
         self.is_file = np.array([node.kind == "file" for node in graph.nodes], dtype=bool)
-        # the steps are built node by node, so `dst` read by `indptr` is the undirected adjacency (CSR)
+        # the steps are ordered node by node, so `dst` read by `indptr` is the undirected adjacency (CSR)
         self.indptr = np.concatenate([[0], np.cumsum(degree)])
+
+
+def _step_weights(adjacency, share: float) -> np.ndarray:
+    """Each edge's step weight: its type's weight times `share`."""
+    by_code = np.array([EDGE_WEIGHTS.get(t, 0.3) * share for t in adjacency.types] or [0.0])
+    return by_code[adjacency.code.astype(np.int64)]
 
 
 _WALKS: "weakref.WeakKeyDictionary[CodeGraph, _Walk]" = weakref.WeakKeyDictionary()
