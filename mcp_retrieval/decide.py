@@ -27,7 +27,7 @@ MIN_DENSE = 0.40
 # Mongolia") uses words the workspace never does. So a question most of whose words the
 # workspace knows, and whose first three chunks together hold some of them, is answered too
 # (semble_dev without vectors: misses 31 -> 10 of 397; off-topic questions answered 11 -> 14 of
-# 187; docs/BENCHMARKS.md 38c).
+# 187; docs/BENCHMARKS-history.md 38c).
 MIN_KNOWN_WORDS = 2 / 3
 MIN_HEAD_COVERAGE = 0.2
 HEAD_CHUNKS = 3

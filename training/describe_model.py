@@ -1,6 +1,7 @@
 """Write the file ranker's feature table into docs/RANKING.md (between its markers).
 
     python -m training.describe_model [--model mcp_retrieval/weights/file_ranker.json] [--doc docs/RANKING.md]
+    python -m training.describe_model --model mcp_retrieval/weights/file_ranker_hybrid.json --marker file-ranker-hybrid
 
 Each feature's meaning is its comment in `mcp_retrieval/file_features.py`; its weight is the
 shipped model's (per standard deviation of the feature: comparable across features), and the
@@ -17,7 +18,6 @@ from pathlib import Path
 
 from mcp_retrieval import file_features
 
-BEGIN, END = "<!-- file-ranker:begin -->", "<!-- file-ranker:end -->"
 
 
 def meanings() -> dict[str, str]:
@@ -29,6 +29,7 @@ def meanings() -> dict[str, str]:
         out.setdefault(f"tier_{tier}", f"1 / the best rank the {tier} tier gave any of the file's chunks (0: none)")
     for name in file_features.CROSSED:
         out[f"{name}*q_short"] = f"{name}, for a question of at most six words"
+        out[f"{name}*q_long"] = f"{name}, for a question of over forty words (a pasted issue)"
     return out
 
 
@@ -49,16 +50,18 @@ def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.describe_model")
     ap.add_argument("--model", default="mcp_retrieval/weights/file_ranker.json")
     ap.add_argument("--doc", default="docs/RANKING.md")
+    ap.add_argument("--marker", default="file-ranker", help="the doc's <!-- MARKER:begin/end --> pair to write between")
     args = ap.parse_args(argv)
+    begin, end = f"<!-- {args.marker}:begin -->", f"<!-- {args.marker}:end -->"
     model = json.loads(Path(args.model).read_text())
     doc = Path(args.doc)
     text = doc.read_text()
-    if BEGIN not in text:
-        print(f"{doc} has no {BEGIN} marker", file=sys.stderr)
+    if begin not in text or end not in text:
+        print(f"{doc} has no {begin} ... {end} markers", file=sys.stderr)
         return 1
-    head, rest = text.split(BEGIN, 1)
-    tail = rest.split(END, 1)[1]
-    doc.write_text(f"{head}{BEGIN}\n{table(model)}\n{END}{tail}")
+    head, rest = text.split(begin, 1)
+    tail = rest.split(end, 1)[1]
+    doc.write_text(f"{head}{begin}\n{table(model)}\n{end}{tail}")
     return 0
 
 
