@@ -32,7 +32,7 @@ from pathlib import PurePosixPath
 
 from mcp_retrieval import rules
 from mcp_retrieval.assemble import gram_set, jaccard
-from mcp_retrieval.indexers.import_links import Imports
+from mcp_retrieval.indexers.import_links import imports_of
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
 
@@ -140,7 +140,7 @@ def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, st
     importers: the lift is for the module an entry point calls, not for passing the file the
     question matched best."""
     head = sorted(scores, key=lambda k: -scores[k])[:IMPORT_HEAD]
-    links = {key: Imports(key[1], import_specs(*key)) for key in head if key[1].endswith(IMPORT_SUFFIXES)}
+    links = {key: imports_of(key[1], tuple(import_specs(*key))) for key in head if key[1].endswith(IMPORT_SUFFIXES)}
     out = dict(scores)
     for key, own in scores.items():
         if not key[1].endswith(IMPORT_SUFFIXES):
