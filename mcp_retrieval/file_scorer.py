@@ -3,11 +3,11 @@
 The weights live in `weights/file_ranker.json` (features, standardisation, weights, the recipe's
 version and cross-validated figures), trained by `training/train_file_ranker.py` on mined commit
 history of repositories outside the evaluation list plus the dev files, folds grouped by
-repository (training/README.md). A question answered with vectors is scored by the weights of
-`weights/file_ranker_hybrid.json` when that file ships (trained on pools collected with the dense
-tier on, so the dense tiers' ranks have weights of their own); without it, by the lexical ones. A file's score is the weighted sum of its standardised
-features; `contributions` says which features made it (shown with `debug`). The file is read
-once; a missing or malformed file leaves the hand-set file score in charge, with one warning.
+repository (training/README.md). One model serves questions with and without vectors: retrained
+on pools collected with the static dense tier on, it did no better on them than these weights
+(docs/BENCHMARKS.md 40c). A file's score is the weighted sum of its standardised features;
+`contributions` says which features made it (shown with `debug`). The file is read once; a
+missing or malformed file leaves the hand-set file score in charge, with one warning.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import numpy as np
 from mcp_retrieval.file_features import FEATURES, file_features
 
 log = logging.getLogger(__name__)
-MODEL_FILES = {"lexical": "file_ranker.json", "hybrid": "file_ranker_hybrid.json"}
+MODEL_FILE = "file_ranker.json"
 
 
 @dataclass(frozen=True)
@@ -58,19 +58,14 @@ class FileRanker:
         return cls(str(data.get("version", "")), *arrays, temperature)
 
 
-@functools.lru_cache(maxsize=2)
-def shipped(kind: str = "lexical") -> FileRanker | None:
-    """The model that ships with the package for questions answered without vectors (`lexical`)
-    or with them (`hybrid`, the lexical model where no hybrid file ships); None (with a warning)
-    when it cannot be read."""
-    weights = resources.files("mcp_retrieval.weights")
-    if kind == "hybrid" and not weights.joinpath(MODEL_FILES["hybrid"]).is_file():
-        return shipped("lexical")
+@functools.lru_cache(maxsize=1)
+def shipped() -> FileRanker | None:
+    """The model that ships with the package, or None (with a warning) when it cannot be read."""
     try:
-        text = weights.joinpath(MODEL_FILES[kind]).read_text(encoding="utf-8")
+        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
         return FileRanker.from_dict(json.loads(text))
     except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
-        log.warning("file ranker %s not loaded (%s); files ranked by the hand-set file score", kind, exc)
+        log.warning("file ranker not loaded (%s); files ranked by the hand-set file score", exc)
         return None
 
 

@@ -367,14 +367,15 @@ class Workspace:
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True,
                              recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
-        candidates = candidates[:lead.engine.config.pool_size]  # several roots: one pool's worth of the best
+        # several roots: one pool's worth of the best retrieved, and every root's package neighbours
+        retrieved = [c for c in candidates if "module" not in c.ranks][:lead.engine.config.pool_size]
+        candidates = retrieved + [c for c in candidates if "module" in c.ranks]
         by_root = {p.engine.name: p.engine for p in parts}
 
         def partner(root: str, path: str) -> Candidate | None:
             return by_root[root].first_chunk(path)
 
-        hybrid = lead.ranked is not None and lead.ranked.has_vectors
-        model = file_scorer.shipped("hybrid" if hybrid else "lexical") if lead.engine.config.file_ranker else None
+        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
         explained: dict = {}  # file -> its feature contributions, filled with debug
         with stages.run("files") as st:
             learned = (lambda kept: file_scorer.file_scores(model, query, kept, explained if debug else None)) \

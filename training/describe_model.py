@@ -1,7 +1,6 @@
 """Write the file ranker's feature table into docs/RANKING.md (between its markers).
 
     python -m training.describe_model [--model mcp_retrieval/weights/file_ranker.json] [--doc docs/RANKING.md]
-    python -m training.describe_model --model mcp_retrieval/weights/file_ranker_hybrid.json --marker file-ranker-hybrid
 
 Each feature's meaning is its comment in `mcp_retrieval/file_features.py`; its weight is the
 shipped model's (per standard deviation of the feature: comparable across features), and the

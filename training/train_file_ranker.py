@@ -160,7 +160,7 @@ def evaluate(record: dict, model: FileRanker | None) -> dict[str, float]:
     gold = record["gold_files"]
     ranks = [files.index(g) + 1 for g in gold if g in files]
     return {"acc1": float(all(g in files[:1] for g in gold)), "acc5": float(all(g in files[:5] for g in gold)),
-            "mrr": 1.0 / min(ranks) if ranks else 0.0}
+            "recall5": sum(g in files[:5] for g in gold) / len(gold), "mrr": 1.0 / min(ranks) if ranks else 0.0}
 
 
 def report(records: list[dict], scored: list[dict], label: str) -> dict:
@@ -175,13 +175,16 @@ def report(records: list[dict], scored: list[dict], label: str) -> dict:
             out[source] = {"ndcg10": round(statistics.mean(statistics.mean(v) for v in per_repo.values()), 4),
                            "questions": len(idx)}
         else:
-            out[source] = {k: round(statistics.mean(scored[i][k] for i in idx), 4) for k in ("acc1", "acc5", "mrr")}
+            out[source] = {k: round(statistics.mean(scored[i][k] for i in idx), 4)
+                           for k in ("acc1", "acc5", "recall5", "mrr")}
             out[source]["questions"] = len(idx)
             if source == "multilang":
-                by_language = defaultdict(list)
-                for i in idx:
-                    by_language[records[i].get("language", "?")].append(scored[i]["acc5"])
-                out[source]["acc5_by_language"] = {k: round(statistics.mean(v), 3) for k, v in sorted(by_language.items())}
+                for metric in ("acc5", "recall5"):
+                    by_language = defaultdict(list)
+                    for i in idx:
+                        by_language[records[i].get("language", "?")].append(scored[i][metric])
+                    out[source][f"{metric}_by_language"] = {k: round(statistics.mean(v), 3)
+                                                            for k, v in sorted(by_language.items())}
     print(f"{label}: {json.dumps(out)}", file=sys.stderr)
     return out
 
@@ -198,8 +201,6 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the pools with the shipped weights (in-sample where they were trained on them)")
-    ap.add_argument("--kind", choices=("lexical", "hybrid"), default="lexical",
-                    help="which shipped model --shipped scores with: pools without vectors (lexical) or with them")
     args = ap.parse_args(argv)
     records = [json.loads(line) for p in args.pools for line in Path(p).read_text().splitlines() if line.strip()]
     print(f"{len(records)} questions from {len({r['repo'] for r in records})} repositories", file=sys.stderr)
@@ -218,7 +219,7 @@ def main(argv: list[str]) -> int:
                "learned_cross_validated": report(records, by_temperature[temperature],
                                                  f"learned (temperature {temperature:g}), {FOLDS} folds")}
     if args.shipped:
-        figures["shipped"] = report(records, [evaluate(r, shipped(args.kind)) for r in records], "shipped weights")
+        figures["shipped"] = report(records, [evaluate(r, shipped()) for r in records], "shipped weights")
     if args.boosted:
         boosted: list[dict] = [{}] * len(records)
         for fold in range(FOLDS):
