@@ -146,12 +146,10 @@ class LexicalIndex:
         return self._run(tantivy.Query.boolean_query([(tantivy.Occur.Must, tantivy.Query.term_query(self.schema, "body", t))
                                                       for t in counts]), limit, None)
 
-    def best_in_files(self, query: str, paths: list[str], scan: int = 40,
-                      alone: bool = True) -> dict[str, tuple[str, float]]:
-        """(The best-matching chunk id, its BM25 score) of each file in `paths`, best file first, from one search over
-        them all (a search per file cost 12 query builds and searches: 34 against 5 ms on sympy); a
-        file crowded out of the first `scan` hits per file is searched alone (unless `alone` is
-        false: a long list's stragglers are left out). Files with no match are left out."""
+    def best_in_files(self, query: str, paths: list[str], scan: int = 40) -> dict[str, str]:
+        """The best-matching chunk id of each file in `paths`, from one search over them all (a
+        search per file cost 12 query builds and searches: 34 against 5 ms on sympy); a file crowded
+        out of the first `scan` hits per file is searched alone. Files with no match are left out."""
         query_obj = self._query(query)
         if query_obj is None or not paths:
             return {}
@@ -160,15 +158,15 @@ class LexicalIndex:
         searcher = self.index.searcher()
         result = searcher.search(tantivy.Query.boolean_query([(tantivy.Occur.Must, files),
                                                               (tantivy.Occur.Must, query_obj)]), max(1, scan * len(paths)))
-        best: dict[str, tuple[str, float]] = {}
-        for score, address in result.hits:
+        best: dict[str, str] = {}
+        for _, address in result.hits:
             doc = searcher.doc(address)
-            best.setdefault(doc["path"][0], (doc["id"][0], float(score)))
+            best.setdefault(doc["path"][0], doc["id"][0])
             if len(best) == len(paths):
                 break
-        for path in (set(paths) - set(best)) if alone else ():  # crowded out by long files: ask that file alone
+        for path in set(paths) - set(best):  # crowded out of the scan by long files: ask that file alone
             if hit := self._run(query_obj, 1, path):
-                best[path] = hit[0]
+                best[path] = hit[0][0]
         return best
 
     def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:

@@ -271,14 +271,6 @@ class Store:
                 "  WHERE kind='file' AND (qualname=? OR qualname LIKE ?)"
                 ") ORDER BY r LIMIT ?", (last, qualified, suffix, qualified, suffix, limit)).fetchall()
 
-    def files_in_folder(self, folder: str) -> list[str]:
-        """The indexed files directly in `folder` ('' for the top), in path order."""
-        prefix = f"{folder}/" if folder else ""
-        with self._lock:
-            rows = self._db.execute("SELECT path FROM files WHERE path >= ? AND path < ? ORDER BY path",
-                                    (prefix, prefix + "\U0010ffff")).fetchall()
-        return [p for (p,) in rows if "/" not in p[len(prefix):]]
-
     def all_paths(self) -> list[str]:
         with self._lock:
             return [r[0] for r in self._db.execute("SELECT path FROM files ORDER BY path")]

@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import decide, module_neighbours, rules
+from mcp_retrieval import decide, rules
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
@@ -325,12 +325,6 @@ class Engine:
                            detail=f"the {dropped} matching chunks' files changed or vanished since indexing")
         else:
             outcome = Miss(reason="abstain", escalate_to="grep" if ranked.anchors.identifiers else "ask_user")
-        if for_packet and candidates:  # a leading Go/Rust file's package: the files the words did not reach
-            with stages.run("module") as st:
-                before = len(candidates)
-                candidates = module_neighbours.with_module_neighbours(
-                    candidates, self.store.files_in_folder, lambda paths: self.best_chunks_in(ranked.query, paths))
-                st["detail"] = f"{len(candidates) - before} files of leading Go/Rust packages added"
         for c in candidates:
             c.root = self.name
         return Gathered(self, ranked, candidates, outcome)
@@ -424,13 +418,6 @@ class Engine:
         c = Candidate(chunk=chunks[0])
         c.root = self.name
         return c
-
-    def best_chunks_in(self, query: str, paths: list[str]) -> list:
-        """(The best chunk for `query`, its BM25 score) of each of `paths` that matches it at all, best first (files
-        crowded out of one search over them all are left out: `module_neighbours` asks for many)."""
-        best = self.retriever.lexical.best_in_files(query, paths, scan=8, alone=False)
-        stored = self.store.chunks_by_id([cid for cid, _ in best.values()])
-        return [(stored[cid], score) for cid, score in best.values() if cid in stored]
 
     def import_specs(self, path: str) -> list[str]:
         """The import specs the indexer read in a file (`mcp_retrieval.indexers.import_links` reads them)."""

@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
 
-TIERS = ("lexical", "title", "code", "dense", "dense_title", "path", "symbol", "message", "history", "graph", "module")
+TIERS = ("lexical", "title", "code", "dense", "dense_title", "path", "symbol", "message", "history", "graph")
 _ASIDE = re.compile(r"(?i)(^|/)(docs?|examples?|samples?|benchmarks?|bench|vendor|third_party|thirdparty|"
                     r"scripts?|tools?|contrib|fixtures?|testdata|build|dist|ci|\.github)/")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.:$]*$")

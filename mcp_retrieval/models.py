@@ -6,8 +6,7 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, Field, PrivateAttr, model_serializer
 
-Tier = Literal["lexical", "title", "code", "dense", "dense_title", "path", "symbol", "message", "history", "graph", "module",
-               "rerank"]
+Tier = Literal["lexical", "title", "code", "dense", "dense_title", "path", "symbol", "message", "history", "graph", "rerank"]
 
 
 class Compact(BaseModel):

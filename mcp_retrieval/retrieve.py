@@ -219,7 +219,7 @@ class Retriever:
         why: dict[str, str] = {}
         best = self.lexical.best_in_files(query, [ev.path for ev in evidence])
         for ev in evidence:
-            cid = best[ev.path][0] if ev.path in best else next((c.id for c in self.store.chunks_for_path(ev.path)), None)
+            cid = best.get(ev.path) or next((c.id for c in self.store.chunks_for_path(ev.path)), None)
             if cid is not None:
                 hits.append((cid, ev.score))
                 why[cid] = f"past commits touching this file match the question (e.g. {ev.subject[:80]!r})"

@@ -367,9 +367,7 @@ class Workspace:
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True,
                              recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
-        # several roots: one pool's worth of the best retrieved, and every root's package neighbours
-        retrieved = [c for c in candidates if "module" not in c.ranks][:lead.engine.config.pool_size]
-        candidates = retrieved + [c for c in candidates if "module" in c.ranks]
+        candidates = candidates[:lead.engine.config.pool_size]  # several roots: one pool's worth of the best
         by_root = {p.engine.name: p.engine for p in parts}
 
         def partner(root: str, path: str) -> Candidate | None:
