@@ -288,9 +288,6 @@ class Engine:
         return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
                              ranked.understanding.more_lexical_queries, known=known)
 
-    def _vectors_complete(self) -> bool:
-        return self.store.counts()["vectors_pending"] == 0
-
     def _empty_miss(self) -> Miss | None:
         counts = self.store.counts()
         if counts["chunks"] == 0:
@@ -319,7 +316,7 @@ class Engine:
                 st["detail"] = refreshed.detail()
         if candidates:
             outcome = decide.decide(self.evidence(query, ranked, candidates), ranked.has_vectors,
-                                    self._vectors_complete(), ranked.similarity_decides)
+                                    ranked.similarity_decides)
         elif dropped:  # everything found is gone from disk since indexing
             outcome = Miss(reason="stale", escalate_to="reindex",
                            detail=f"the {dropped} matching chunks' files changed or vanished since indexing")

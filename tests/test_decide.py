@@ -25,6 +25,10 @@ def test_a_models_similarity_decides_alone_only_where_the_model_says_it_may():
     assert isinstance(decide(close, has_vectors=True), Know)  # a sentence model's 0.7 is a match
     assert isinstance(decide(close, has_vectors=True, similarity_decides=False), Miss)  # a token table's is not
     assert isinstance(decide(evidence(0.3, 0.0, 0.0), has_vectors=True, similarity_decides=False), Know)
+    far = Evidence(0.3, 0.2, False, False, None, 1.0, 0.1, known_words=0.0, head_coverage=0.0)
+    assert isinstance(decide(far, has_vectors=True), Know)  # the words hold it, though no chunk is near in meaning
+    weak = Evidence(0.1, 0.2, False, False, None, 1.0, 0.1, known_words=0.5, head_coverage=0.1)
+    assert isinstance(decide(weak, has_vectors=True), Miss)  # weak on both sides
 
 
 def test_off_topic_questions_stay_misses_on_a_real_index(workspace, tmp_path):

@@ -32,6 +32,20 @@ def test_a_paraphrased_question_finds_the_right_code_by_meaning(config, minilm, 
     engine.close()
 
 
+def test_questions_about_what_the_workspace_does_not_hold_stay_misses_with_vectors(config, minilm, tmp_path):
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config, embedder=minilm)
+    engine.reindex()
+    try:
+        ws = Workspace.single(engine)
+        for question in ("recipe for banana bread with walnuts", "who won the football world cup in 1998",
+                         "what is the capital of Mongolia", "genome sequence alignment scoring"):
+            assert ws.packet(question).miss is not None, question
+        assert ws.packet("cart items and discount codes").know is not None
+    finally:
+        engine.close()
+
+
 def test_a_pasted_reports_title_is_embedded_on_its_own(config, minilm, tmp_path):
     """A pasted report's logs, embedded with its title, outscore its subject in the `dense` tier;
     the title embedded alone, as its own tier (`dense_title`), keeps the code the subject means

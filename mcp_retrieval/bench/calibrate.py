@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
     report = {}
     for name, items in groups.items():
         evs = [(e, v) for e, v in items if e is not None]
-        decisions = [decide.decide(e, v[0], True, v[1]) for e, v in evs]
+        decisions = [decide.decide(e, *v) for e, v in evs]
         report[name] = {
             "n": len(items), "no_candidates": len(items) - len(evs),
             "know": sum(d.found for d in decisions),
