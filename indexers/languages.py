@@ -11,7 +11,6 @@ import functools
 import importlib
 import logging
 import re
-from pathlib import PurePosixPath
 
 from tree_sitter import Language, Parser
 
@@ -126,9 +125,17 @@ SOURCE_EXTENSION = re.compile("(" + "|".join(sorted((re.escape(ext) for ext, lan
                                                      if lang in GRAMMAR_LANGUAGES), key=len, reverse=True)) + ")$")
 
 
+def suffix_of(path: str) -> str:
+    """`PurePosixPath(path).suffix` without building a path (asked for every file of a map):
+    the last `.ext` of the file name, none for `.bashrc` or `name.`."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[dot:] if 0 < dot < len(name) - 1 else ""
+
+
 def language_for(path: str) -> str:
     """The language of a workspace-relative path ('text' when unknown)."""
-    return EXTENSIONS.get(PurePosixPath(path).suffix.lower(), "text")
+    return EXTENSIONS.get(suffix_of(path).lower(), "text")
 
 
 @functools.cache

@@ -318,3 +318,15 @@ def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises
     assert structural_factor(Candidate(chunk=named, score=1.0), question, w)[0] == 1.0
     with applied(Rules(exception_declarations_after_code_in_reports=False)):  # the rule decides it
         assert structural_factor(declared, report, w)[0] == 1.0
+
+
+def test_a_files_suffix_and_map_folder_are_read_as_pathlib_reads_them():
+    from pathlib import PurePosixPath
+
+    from mcp_retrieval.corpus_map import folder_of
+    from mcp_retrieval.indexers.languages import suffix_of
+
+    for path in ("src/a/b.py", ".bashrc", "etc/.bashrc", "name.", "a.tar.gz", "Makefile", "dir.d/file", "README.MD"):
+        assert suffix_of(path) == PurePosixPath(path).suffix, path
+        parts = PurePosixPath(path).parts[:-1]
+        assert folder_of(path) == ("/".join(parts[:2]) + "/" if parts else "./"), path
