@@ -22,8 +22,9 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # cells' script (`indexers/notebooks.py`), not as JSON; generator stamps below a license header
 # (`languages.looks_generated`) mark a file generated. 4: bash, Lua, Elixir, Haskell and Zig
 # parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk; C/C++
-# definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers.
-CHUNKER_VERSION = "5"
+# definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers. 6: a
+# Kotlin extension function is named with its receiver (`String.toSlug`).
+CHUNKER_VERSION = "6"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60

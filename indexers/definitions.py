@@ -132,6 +132,23 @@ def _unwrap(node, defs):
     return None
 
 
+def _kotlin_receiver(node, name) -> str | None:
+    """The receiver type of a Kotlin extension function (`String` of `fun String.toSlug()`,
+    `List` of `fun <T> List<T>.second()`): the type just before the `.` before its name."""
+    previous = name.prev_sibling
+    if previous is None or previous.type != ".":
+        return None
+    receiver = previous.prev_named_sibling
+    if receiver is None or receiver.type not in ("user_type", "nullable_type"):
+        return None
+    if receiver.type == "nullable_type":  # `String?`
+        receiver = next((c for c in receiver.named_children if c.type == "user_type"), None)
+        if receiver is None:
+            return None
+    names = [c for c in receiver.named_children if c.type != "type_arguments"]  # `kotlin.collections.List<T>`
+    return _text(names[-1]) if names else None
+
+
 def def_name(node) -> str | None:
     """The declared name of a definition node, across grammars."""
     if node.type == "impl_item":  # `impl<T> Trait for Type<T>` is named after the type, without its parameters
@@ -163,6 +180,8 @@ def def_name(node) -> str | None:
         names = next((c for c in node.named_children if c.type == "variable_list"), None)
         return _text(names).replace(":", ".") if names is not None else None
     name = node.child_by_field_name("name")
+    if name is not None and node.type == "function_declaration" and (receiver := _kotlin_receiver(node, name)):
+        return f"{receiver}.{_text(name)}"  # Kotlin `fun String.toSlug()`: named as it is called, `String.toSlug`
     if name is not None:
         if name.type == "string":  # TypeScript `declare module "express"`
             return _text(name).strip("\"'")

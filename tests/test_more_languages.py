@@ -93,6 +93,10 @@ class Catalog extends Registry {
 class Wallet(val owner: String) {
     fun refundPayment(amount: Int): Int = amount
 }
+
+fun String.toSlug(): String = lowercase().replace(' ', '-')
+
+fun <T> List<T>.secondOrNone(): T? = getOrNull(1)
 """,
     "docs/notes.txt": "How to refundPayment from a Wallet: see the guide.\n",
 }
@@ -121,6 +125,8 @@ def test_each_new_language_is_recognised_and_code_is_never_prose():
     ("Sources/Shop/Basket.swift", "Basket.checkoutTotal"),
     ("src/main/scala/shop/Catalog.scala", "Catalog.lookupSku"),
     ("app/src/main/kotlin/shop/Wallet.kt", "Wallet.refundPayment"),
+    ("app/src/main/kotlin/shop/Wallet.kt", "String.toSlug"),  # an extension function: named as it is called
+    ("app/src/main/kotlin/shop/Wallet.kt", "List.secondOrNone"),
 ])
 def test_definitions_are_found_by_qualified_name(polyglot, path, symbol):
     assert f"{path}::{symbol}" in defined_ids(polyglot, path)
