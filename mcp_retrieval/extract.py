@@ -67,6 +67,8 @@ _USED_AS_CODE = re.compile(r"\b([A-Za-z_]\w*)(?:[ \t]*\(|\.[A-Za-z_])")  # calle
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
+# A name with hyphens written as code (`_bash-it-component-help`: bash, Lisp, CSS, make targets)
+_HYPHENATED = re.compile(r"(?<![\w-])([A-Za-z_]\w*(?:-\w+)+)(?![\w-])")
 _QUOTED = re.compile(r"\"([^\"\n]{3,200})\"|'([^'\n]{3,200})'")
 _ERROR = re.compile(r"^\s*((?:\w+\.)*\w*(?:Error|Exception|Warning)\b[^\n]{0,200})", re.M)
 # Messages of other runtimes and tools: `error: ...`, `error[E0308]: ...`, `fatal: ...`, `warning: ...`,
@@ -215,7 +217,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
                       if not imported_from[d] or len(re.findall(rf"(?<![\w.]){re.escape(d)}(?![\w])", query)) > imported_from[d]]
     code_spans = [m.group(1) for m in _BACKTICK.finditer(query)]
     for span in code_spans:
-        for ident in _IDENT.findall(span):
+        for ident in _IDENT.findall(span) + _HYPHENATED.findall(span):
             if len(ident) >= 3 and ident.lower() not in _COMMON_WORDS:
                 anchors.identifiers[ident] += 2
     for name in _CALL.findall(query):

@@ -268,3 +268,10 @@ def test_test_conventions():
 def test_a_question_naming_a_definition_finds_its_file_first(shop, question, path):
     r = Workspace.single(shop).packet(question)
     assert r.items and r.items[0].path == path, [i.path for i in r.items]
+
+
+def test_a_hyphenated_function_name_in_backticks_is_a_name_to_look_up(shop):
+    """bash (and Lisp-like) names hold hyphens; written as code they name one definition, not four words."""
+    r = Workspace.single(shop).packet("`_bash-it-component-help` prints nothing for a disabled component", debug=True)
+    first = r.items[0]
+    assert first.path == "lib/helpers.bash" and "symbol" in first.tiers, [(i.path, i.tiers) for i in r.items[:3]]
