@@ -23,7 +23,8 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # (`languages.looks_generated`) mark a file generated. 4: bash, Lua, Elixir, Haskell and Zig
 # parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk; C/C++
 # definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers. 6: a
-# Kotlin extension function is named with its receiver (`String.toSlug`).
+# Kotlin extension function is named with its receiver (`String.toSlug`); a Haskell signature no
+# equation follows (a class method) is a definition.
 CHUNKER_VERSION = "6"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise

@@ -103,8 +103,20 @@ def _kind(node, defs: dict[str, str]) -> str | None:
     return None
 
 
+def _lone_signature(node, defs) -> bool:
+    """A Haskell type signature no equation of its name follows: a class method's declaration
+    (`class ToJSON a where toJSON :: a -> Value`) or a foreign import's, a definition of its own."""
+    if node.type != "signature" or "bind" not in defs:
+        return False
+    following = node.next_named_sibling
+    found = _unwrap(following, defs) if following is not None else None
+    return found is None or found[0].type == "signature" or def_name(found[0]) != def_name(node)
+
+
 def _unwrap(node, defs):
     """(definition node, outer node incl. decorators/export, kind) or None."""
+    if _lone_signature(node, defs):
+        return node, node, "function"
     kind = _kind(node, defs)
     if kind is not None:
         return node, node, kind

@@ -193,6 +193,7 @@ def test_the_five_languages_are_parsed():
     ("src/Shop/Ledger.hs", "balanceAfter"),
     ("src/Shop/Ledger.hs", "Entry"),
     ("src/Shop/Ledger.hs", "Describe Entry"),
+    ("src/Shop/Ledger.hs", "Describe.describe"),  # a class method declared by its signature alone
     ("src/ring_buffer.zig", "RingBuffer.writeSliceWrapping"),
 ])
 def test_definitions_are_found_by_qualified_name(shop, path, symbol):
