@@ -339,8 +339,10 @@ class _Resolver:
         base = self.aliases[path].get(head.split(".")[0])
         if base is not None:
             node = self.nodes[base]
-            if node.kind == "file":
+            if node.kind == "file":  # a top-level definition (Elixir: inside the file's `defmodule`)
                 hit = self.local.get((node.path, attr))
+                if hit is None and path.endswith((".ex", ".exs")):
+                    hit = next((i for i in self.by_name.get(attr, []) if self.nodes[i].path == node.path), None)
             else:
                 hit = self.local.get((node.path, f"{node.qualname}.{attr}"))
             if hit is not None:
@@ -355,6 +357,8 @@ class _Resolver:
             # module_paths never climbs above the root, whose `..` would read as a Python relative import
             for module_path in module_paths(spec, path):
                 if files := self._module(path, module_path.replace("/", ".")):
+                    if path.endswith((".ex", ".exs")):  # `alias MyApp.Repo`: `Repo.get(...)` calls into it
+                        self.aliases[path][alias or spec.rsplit(".", 1)[-1]] = files[0]
                     return files[:1]
             return []
         module, _, name = spec.partition(":")

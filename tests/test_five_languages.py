@@ -276,3 +276,20 @@ def test_a_hyphenated_function_name_in_backticks_is_a_name_to_look_up(shop):
     r = Workspace.single(shop).packet("`_bash-it-component-help` prints nothing for a disabled component", debug=True)
     first = r.items[0]
     assert first.path == "lib/helpers.bash" and "symbol" in first.tiers, [(i.path, i.tiers) for i in r.items[:3]]
+
+
+def test_an_elixir_alias_resolves_calls_through_it_even_to_a_common_name():
+    from mcp_retrieval.indexers.graph import Node, _Resolver
+
+    nodes = [Node("lib/shop/cart.ex", "lib/shop/cart.ex", "cart.ex", "cart.ex", "file", 1, 9),
+             Node("lib/shop/cart.ex::Shop.Cart.total", "lib/shop/cart.ex", "total", "Shop.Cart.total", "function", 3, 5),
+             Node("lib/shop/repo.ex", "lib/shop/repo.ex", "repo.ex", "repo.ex", "file", 1, 9),
+             Node("lib/shop/repo.ex::Shop.Repo.get", "lib/shop/repo.ex", "get", "Shop.Repo.get", "function", 2, 4)]
+    for i in range(4):  # `get` is defined everywhere: by name alone it resolves nowhere
+        nodes += [Node(f"lib/x{i}.ex", f"lib/x{i}.ex", f"x{i}.ex", f"x{i}.ex", "file", 1, 3),
+                  Node(f"lib/x{i}.ex::X{i}.get", f"lib/x{i}.ex", "get", f"X{i}.get", "function", 1, 2)]
+    resolver = _Resolver(nodes)
+    source = "lib/shop/cart.ex::Shop.Cart.total"
+    assert resolver.resolve("lib/shop/cart.ex", source, "Repo.get", "call") == []
+    assert resolver.resolve("lib/shop/cart.ex", "lib/shop/cart.ex", "Shop.Repo", "import") == [2]
+    assert resolver.resolve("lib/shop/cart.ex", source, "Repo.get", "call") == [3]
