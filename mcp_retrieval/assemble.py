@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from mcp_retrieval import rules
 from mcp_retrieval.doc_lines import documentation_lines, elidable_runs
 from mcp_retrieval.indexers.analysis import terms
@@ -29,7 +31,7 @@ from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_flo
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 
-SHINGLE = 3
+SHINGLE = 3  # `gram_set` mixes three hashes
 EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
 MIN_EXCERPT_TOKENS = 60  # below this an excerpt says too little to be worth its header
 MAX_EXCERPT_HITS = 40
@@ -121,11 +123,19 @@ def shingles(text: str) -> frozenset[int]:
     return gram_set(terms(text))
 
 
+_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
+
+
 def gram_set(words: list[str]) -> frozenset[int]:
-    """Hashed SHINGLE-grams of a word sequence (a shorter sequence is one gram)."""
+    """Hashed 3-grams of a word sequence (a shorter sequence is one gram). The words' own hashes
+    are mixed in numpy: a pool's chunks cost half of hashing each gram's tuple (the same sets up
+    to a collision in 2**64, so the same similarities; docs/BENCHMARKS.md 41a)."""
     if len(words) < SHINGLE:
         return frozenset({hash(tuple(words))}) if words else frozenset()
-    return frozenset(hash(tuple(words[i: i + SHINGLE])) for i in range(len(words) - SHINGLE + 1))
+    h = np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
+    with np.errstate(over="ignore"):
+        grams = (h[:-2] * _MIX[0]) ^ ((h[1:-1] * _MIX[1]) >> np.uint64(1)) ^ (h[2:] * _MIX[2])
+    return frozenset(grams.view(np.int64).tolist())
 
 
 def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
@@ -138,7 +148,14 @@ def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
 # --- rendering ---------------------------------------------------------------------------------
 def attr(value: object) -> str:
     """A value fit for an attribute of our markup: neutralised, quoted, no angle brackets."""
-    return html.escape(neutralize(str(value)), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
+    return _attr(str(value))
+
+
+@functools.lru_cache(maxsize=50_000)
+def _attr(text: str) -> str:
+    """Cached: a window's headers are rendered several times while it is packed (costed, placed,
+    counted), and each value's neutralisation check was a third of assembly (docs/BENCHMARKS.md 41a)."""
+    return html.escape(neutralize(text), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
 def header_line(p: Placed, same_file: bool = False, layout: Layout = FRONTIER) -> str:

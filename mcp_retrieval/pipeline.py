@@ -148,10 +148,11 @@ def _dense_tiers(retriever: Retriever, queries: list[str], title: str | None, po
     paragraphs around them (BENCHMARKS 23a)."""
     ranked: dict[str, list[tuple[str, float]]] = {}
     with log.run("dense") as st:
-        ranked["dense"] = _merge_best(retriever.dense_hits(q, pool) for q in queries)
+        found = retriever.dense_hits_many([*queries, *([title] if title else [])], pool)
+        ranked["dense"] = _merge_best(found[:len(queries)])
         st["detail"] = f"{len(ranked['dense'])} hits"
         if title:
-            ranked["dense_title"] = retriever.dense_hits(title, pool)
+            ranked["dense_title"] = found[-1]
             st["detail"] += f", {len(ranked['dense_title'])} for the title"
     return ranked
 

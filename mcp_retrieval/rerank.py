@@ -185,7 +185,8 @@ def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
     if len(values) < 2:
         return [0.0] * len(candidates)
     mean = statistics.fmean(values)
-    std = statistics.pstdev(values) or 1.0
+    # the population deviation in floats (statistics.pstdev's exact fractions cost ~0.3 ms a question)
+    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) or 1.0
     floor = (min(values) - mean) / std
     out = []
     for c in candidates:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import logging
 import re
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
-import numpy as np
 
 from mcp_retrieval import rules
 from mcp_retrieval.indexers.embed import Embedder
@@ -151,16 +151,22 @@ class Retriever:
     def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
         return self.lexical.search(text, limit)
 
-    def dense_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
+    def dense_hits_many(self, texts: Sequence[str], limit: int) -> list[list[tuple[str, float]]]:
+        """Each text's chunks by cosine, best first; a long text's pieces (`query_pieces`) each
+        searched, a chunk keeping its best. Every piece of every text is embedded and searched in
+        one call: the search reads the whole vector mirror once per call."""
         if self.vectors is None or self.embedder is None or not self.vectors.has_rows():
-            return []
-        pieces = query_pieces(text)
-        vectors = self.embedder.embed(pieces)
-        best: dict[str, float] = {}
-        for vector in vectors:
-            for cid, sim in self.vectors.search(np.asarray(vector), limit):
-                best[cid] = max(best.get(cid, -1.0), sim)
-        return sorted(best.items(), key=lambda kv: -kv[1])[:limit]
+            return [[] for _ in texts]
+        pieces = [query_pieces(text) for text in texts]
+        found = iter(self.vectors.search_many(self.embedder.embed([p for ps in pieces for p in ps]), limit))
+        out = []
+        for text_pieces in pieces:
+            best: dict[str, float] = {}
+            for _ in text_pieces:
+                for cid, sim in next(found):
+                    best[cid] = max(best.get(cid, -1.0), sim)
+            out.append(sorted(best.items(), key=lambda kv: -kv[1])[:limit])
+        return out
 
     def path_hits(self, anchors: Anchors, query: str,
                   named: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], list[str]]:

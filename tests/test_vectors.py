@@ -27,6 +27,26 @@ def test_search_is_exact_and_sees_writes_and_deletes_at_once(tmp_path):
     assert reopened.count() == index.count() and reopened.search(unit(99), 1)[0][0] == "new"
 
 
+def test_several_vectors_searched_at_once_match_each_searched_alone_and_brute_force(tmp_path):
+    """`search_many` reads the mirror once for all a question's vectors, and past _SPLIT_ROWS the
+    product is split between two threads: neither may change a hit."""
+    from mcp_retrieval.indexers import vectors as module
+
+    rng = np.random.default_rng(5)
+    rows = module._SPLIT_ROWS + 123
+    vectors = rng.normal(size=(rows, 8)).astype(np.float32)
+    index = VectorIndex(tmp_path / "lance", 8)
+    index.upsert([f"c{i}" for i in range(rows)], [f"f{i % 40}.py" for i in range(rows)], vectors)
+    questions = rng.normal(size=(3, 8)).astype(np.float32)
+    together = index.search_many(questions, 7)
+    unit_rows = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    for q, hits in zip(questions, together):
+        alone = index.search(q, 7)  # the same hits; a product of several columns may round apart
+        assert [h[0] for h in hits] == [h[0] for h in alone]
+        assert np.allclose([h[1] for h in hits], [h[1] for h in alone], atol=1e-6)
+        assert [h[0] for h in hits] == [f"c{i}" for i in np.argsort(-(unit_rows @ (q / np.linalg.norm(q))))[:7]]
+
+
 def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_path):
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(1200, 384)).astype(np.float32)
@@ -49,7 +69,6 @@ def test_opening_a_vector_index_leaves_numpy_one_blas_thread(tmp_path):
     VectorIndex(tmp_path / "v", dim=4)
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
-
 
 
 def test_a_question_asks_the_table_nothing_while_the_mirror_is_current(tmp_path, monkeypatch):
