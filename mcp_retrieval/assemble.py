@@ -334,24 +334,22 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
             code_over: int | None = None) -> list[Placed]:
     top = max(c.score for c in candidates) or 1.0
     pool = list(candidates)
-    grams = {id(c): shingles(c.chunk.text) for c in pool}
     # every candidate's full header costed in one tokenizer call (one call per header cost more
     # than the rest of assembly together)
     stub = {id(c): c.chunk.sha256 in delivered for c in pool}
     headers = [_piece(Placed(c, stub=stub[id(c)]), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
-    redundancy = {id(c): 0.0 for c in pool}  # max similarity to anything chosen so far
     exponent = rules.current().thrift if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
     thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
         0 if stub[id(c)] else _shown_tokens(c)))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
+    mmr = _LazyMMR(pool, {id(c): lam * (c.score / top) * thrift[id(c)] for c in pool}, 1 - lam)
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
     recounted = -1  # how many pieces were chosen when what is left was last counted from the render
-    while pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
-        values = [lam * (c.score / top) * thrift[id(c)] - (1 - lam) * redundancy[id(c)] for c in pool]
-        best = pool.pop(values.index(max(values)))  # first of equals: ties keep rank order
-        if redundancy[id(best)] >= near_duplicate:
+    while mmr.pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
+        best, redundancy = mmr.pop_best()
+        if redundancy >= near_duplicate:
             continue
         key = (best.root, best.chunk.path)
         seats_to_keep = max(0, layout.seat_floor - len(seated) - (key not in seated))
@@ -381,14 +379,60 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         chosen.append(placed)
         seated.add(key)
         remaining -= cost
-        g = grams[id(best)]
-        for c in pool:
-            redundancy[id(c)] = max(redundancy[id(c)], jaccard(grams[id(c)], g))
+        mmr.chose(best)
         if not placed.stub:
             full += 1
         elif sum(p.stub for p in chosen) >= max_chunks:
-            pool = [c for c in pool if c.chunk.sha256 not in delivered]
+            mmr.pool = [c for c in mmr.pool if c.chunk.sha256 not in delivered]
     return chosen
+
+
+class _LazyMMR:
+    """Maximal marginal relevance, lazily: a candidate's value is its relevance `bound` less
+    `weight` x its largest similarity to a chosen piece, so it is at most its bound, and the pool
+    is read in order of bound until no later bound can beat the best value found. A candidate's
+    shingles and similarities are computed only when it is read: most of a pool never is, and
+    computing them for every candidate was a fifth of `context` (docs/BENCHMARKS.md 41a). Picks
+    exactly what the eager form picks: the highest value, ties to the earlier candidate."""
+
+    def __init__(self, pool: list[Candidate], bound: dict[int, float], weight: float):
+        self.pool = pool
+        self._bound, self._weight = bound, weight
+        self._place = {id(c): i for i, c in enumerate(pool)}  # rank order breaks ties
+        self._grams: dict[int, frozenset[int]] = {}
+        self._chosen: list[frozenset[int]] = []
+        self._redundancy: dict[int, tuple[float, int]] = {}  # id -> (similarity, chosen pieces read)
+
+    def _gram(self, c: Candidate) -> frozenset[int]:
+        if id(c) not in self._grams:
+            self._grams[id(c)] = shingles(c.chunk.text)
+        return self._grams[id(c)]
+
+    def redundancy(self, c: Candidate) -> float:
+        """The candidate's largest similarity to a chosen piece (brought up to date)."""
+        value, read = self._redundancy.get(id(c), (0.0, 0))
+        if read < len(self._chosen):
+            g = self._gram(c)
+            for other in self._chosen[read:]:
+                value = max(value, jaccard(g, other))
+            self._redundancy[id(c)] = (value, len(self._chosen))
+        return value
+
+    def pop_best(self) -> tuple[Candidate, float]:
+        """The candidate of highest value, removed from the pool, and its redundancy."""
+        best, best_value, best_redundancy = None, float("-inf"), 0.0
+        for c in sorted(self.pool, key=lambda c: (-self._bound[id(c)], self._place[id(c)])):
+            if self._bound[id(c)] < best_value:
+                break
+            r = self.redundancy(c)
+            value = self._bound[id(c)] - self._weight * r
+            if value > best_value or (value == best_value and self._place[id(c)] < self._place[id(best)]):
+                best, best_value, best_redundancy = c, value, r
+        self.pool = [c for c in self.pool if c is not best]
+        return best, best_redundancy
+
+    def chose(self, c: Candidate) -> None:
+        self._chosen.append(self._gram(c))
 
 
 def _is_cut(placed: Placed | None) -> bool:

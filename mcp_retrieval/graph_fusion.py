@@ -107,13 +107,15 @@ def _ranked(graph: CodeGraph, seeds: dict[int, float], hops: int) -> tuple[np.nd
     steps = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths) + np.arange(lengths.sum())
     steps = steps[inside[walk.dst[steps]]]  # steps that stay in the neighbourhood
     src, dst, weight = walk.src[steps], walk.dst[steps], walk.weight[steps]
-    local_src, local_dst = np.searchsorted(nodes, src), np.searchsorted(nodes, dst)
+    local = np.empty(walk.size, dtype=np.int64)  # graph node -> its place in `nodes` (a lookup, not a search)
+    local[nodes] = np.arange(len(nodes))
+    local_src, local_dst = local[src], local[dst]
     total_weight = np.bincount(local_src, weights=weight, minlength=len(nodes))
     share = walk.damp[src] * weight / total_weight[local_src]
     total = sum(seeds.values())
     restart = np.zeros(len(nodes))
     for n, w in seeds.items():
-        restart[np.searchsorted(nodes, n)] += w / total
+        restart[local[n]] += w / total
     rank = restart.copy()
     for _ in range(ITERATIONS):
         rank = ALPHA * restart + (1 - ALPHA) * np.bincount(local_dst, weights=rank[local_src] * share,
