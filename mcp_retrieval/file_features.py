@@ -19,6 +19,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from py_rust_stemmers import SnowballStemmer
+
 from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
@@ -27,6 +29,7 @@ TIERS = ("lexical", "title", "code", "dense", "dense_title", "path", "symbol", "
 _ASIDE = re.compile(r"(?i)(^|/)(docs?|examples?|samples?|benchmarks?|bench|vendor|third_party|thirdparty|"
                     r"scripts?|tools?|contrib|fixtures?|testdata|build|dist|ci|\.github)/")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.:$]*$")
+_STEMMER = SnowballStemmer("english")
 
 BASE_FEATURES = (
     "best_rel",        # the file's best chunk score / the pool's best
@@ -45,6 +48,11 @@ BASE_FEATURES = (
     "symbol_cover",    # best share of a chunk's definition-name words the question holds
     "exact_name",      # the question is one identifier and a chunk defines it or the file is named so
     "folder_head",     # best_rel of the strongest other of the first five files in its folder (a package)
+    # the three covers again with every word cut to its English stem: "argument validation" meets
+    # `Validate.java`, "how routes are registered" `register_route` (docs/BENCHMARKS.md 41d)
+    "path_cover_stemmed",    # path_cover, every word cut to its stem
+    "stem_cover_stemmed",    # stem_cover, every word cut to its stem
+    "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
 )
 QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; > 40 words (a pasted issue); one identifier
 # features that matter differently for a short question (a name, a few words) and a pasted issue
@@ -61,6 +69,17 @@ def question_words(query: str) -> set[str]:
 def _words(text: str) -> frozenset[str]:
     """The identifier parts of a path, file name or definition name (paths repeat across calls)."""
     return frozenset(w for w in split_identifier(text) if len(w) >= 2)
+
+
+@functools.lru_cache(maxsize=50_000)
+def _stems(text: str) -> frozenset[str]:
+    """`_words`, each cut to its English stem (Snowball)."""
+    return frozenset(_word_stem(w) for w in _words(text))
+
+
+@functools.lru_cache(maxsize=50_000)
+def _word_stem(word: str) -> str:
+    return _STEMMER.stem_word(word)
 
 
 def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
@@ -89,6 +108,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         return [], []
     top = max(c.score for c in candidates) or 1.0
     qwords = question_words(query)
+    qstems = frozenset(_word_stem(w) for w in qwords)
     stripped = query.strip()
     is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
@@ -111,7 +131,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         scores = sorted((c.score for c in chunks), reverse=True) + [0.0, 0.0]
         best = max(chunks, key=lambda c: c.score)
         tiers = [0.0] * len(TIERS)
-        symbol_cover, exact = 0.0, False
+        symbol_cover, symbol_cover_stemmed, exact = 0.0, 0.0, False
         for c in chunks:
             for tier, rank in c.ranks.items():
                 i = _TIER_INDEX.get(tier)
@@ -120,6 +140,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
             if c.chunk.symbol:
                 last = c.chunk.symbol.rsplit(".", 1)[-1]
                 symbol_cover = max(symbol_cover, _cover(_words(last), qwords))
+                symbol_cover_stemmed = max(symbol_cover_stemmed, _cover(_stems(last), qstems))
                 exact = exact or (is_identifier and last.lower() == name)
         stem = _stem(path)
         exact = exact or (is_identifier and stem.lower() == name)
@@ -134,6 +155,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                symbol_cover, float(exact),
                max((best_score[k] / top for k in head_folders.get((key[0], _folder(path)), []) if k != key),
                    default=0.0),
+               _cover(qstems, _stems(path.replace("/", " "))), _cover(_stems(stem), qstems), symbol_cover_stemmed,
                short, long, float(is_identifier)]
         row += [row[i] * short for i in _CROSSED_COLUMNS]
         row += [row[i] * long for i in _CROSSED_COLUMNS]

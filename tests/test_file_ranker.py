@@ -42,3 +42,24 @@ def test_learned_scores_put_the_best_file_at_one(engine):
     keys, rows = file_features("apply a discount code to the cart total", ranked.candidates)
     scores = file_scores(shipped(), "apply a discount code to the cart total", ranked.candidates)
     assert set(scores) == set(keys) and max(scores.values()) == 1.0 and all(0 < v <= 1 for v in scores.values())
+
+
+def test_a_file_named_in_another_word_form_of_the_question_covers_it():
+    """"argument validation helpers" is about `Validate.java` and `validateArguments`: beside the
+    exact word matches, the file ranker reads the same matches between English stems."""
+    from mcp_retrieval.indexers.store import StoredChunk
+    from mcp_retrieval.retrieve import Candidate
+
+    def candidate(path: str, symbol: str) -> Candidate:
+        chunk = StoredChunk(id=path, path=path, start_line=1, end_line=9, symbol=symbol, kind="method",
+                            language="java", header="", text="", sha256="", tokens=9, embedded=False)
+        return Candidate(chunk=chunk, score=1.0)
+
+    keys, rows = file_features("argument validation helpers",
+                               [candidate("src/lang3/Validate.java", "Validate.validateArguments"),
+                                candidate("src/lang3/Range.java", "Range.between")])
+    column = {name: i for i, name in enumerate(FEATURES)}
+    validate, other = rows[keys.index(("", "src/lang3/Validate.java"))], rows[keys.index(("", "src/lang3/Range.java"))]
+    assert validate[column["stem_cover"]] == 0.0 and validate[column["stem_cover_stemmed"]] == 1.0
+    assert validate[column["symbol_cover_stemmed"]] == 1.0 and validate[column["path_cover_stemmed"]] > 0
+    assert other[column["stem_cover_stemmed"]] == other[column["path_cover_stemmed"]] == 0
