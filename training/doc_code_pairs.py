@@ -64,21 +64,14 @@ def doc_and_code(text: str, language: str) -> tuple[str, str] | None:
 def pairs_of(repo: Path, per_repo: int, rng: random.Random) -> list[dict]:
     from mcp_retrieval.indexers.chunk import chunk_file
     from mcp_retrieval.indexers.embed import embed_text
-    from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, is_test_path, language_for
+    from mcp_retrieval.indexers.languages import language_for
+    from training.trees import source_files
 
-    files = sorted(p for p in repo.rglob("*") if p.is_file() and language_for(p.name) in GRAMMAR_LANGUAGES
-                   and not is_test_path(str(p.relative_to(repo))))
-    rng.shuffle(files)
     out: list[dict] = []
-    for path in files:
+    for rel, text in source_files(repo, rng):
         if len(out) >= per_repo:
             break
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        rel = str(path.relative_to(repo))
-        for chunk in chunk_file(rel, text[:200_000], language_for(rel)):
+        for chunk in chunk_file(rel, text, language_for(rel)):
             if chunk.generated or chunk.kind not in ("function", "method", "class"):
                 continue
             found = doc_and_code(chunk.text, chunk.language)

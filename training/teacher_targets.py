@@ -33,25 +33,18 @@ SEED = 0
 def sample_inputs(trees: list[Path], per_repo: int, total: int, per_file: int = 3) -> list[str]:
     from mcp_retrieval.indexers.chunk import chunk_file
     from mcp_retrieval.indexers.embed import embed_text
-    from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, is_test_path, language_for
+    from mcp_retrieval.indexers.languages import language_for
+    from training.trees import source_files
 
     rng = random.Random(SEED)
     inputs: dict[str, None] = {}
     for folder in trees:
         for repo in sorted(p for p in folder.iterdir() if p.is_dir()):
-            files = sorted(p for p in repo.rglob("*") if p.is_file() and language_for(p.name) in GRAMMAR_LANGUAGES
-                           and not is_test_path(str(p.relative_to(repo))))
-            rng.shuffle(files)
             taken = []
-            for path in files:
+            for rel, text in source_files(repo, rng):
                 if len(taken) >= per_repo:
                     break
-                try:
-                    text = path.read_text(encoding="utf-8")
-                except (OSError, UnicodeDecodeError):
-                    continue
-                rel = str(path.relative_to(repo))
-                chunks = chunk_file(rel, text[:200_000], language_for(rel))
+                chunks = chunk_file(rel, text, language_for(rel))
                 rng.shuffle(chunks)
                 taken += [embed_text(c.header, c.text) for c in chunks[:per_file]]
             inputs.update(dict.fromkeys(taken[:per_repo]))
