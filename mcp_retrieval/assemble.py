@@ -396,23 +396,17 @@ class _LazyMMR:
     exactly what the eager form picks: the highest value, ties to the earlier candidate."""
 
     def __init__(self, pool: list[Candidate], bound: dict[int, float], weight: float):
-        self.pool = pool
         self._bound, self._weight = bound, weight
         self._place = {id(c): i for i, c in enumerate(pool)}  # rank order breaks ties
-        self._grams: dict[int, frozenset[int]] = {}
+        self.pool = sorted(pool, key=lambda c: (-bound[id(c)], self._place[id(c)]))  # read in this order
         self._chosen: list[frozenset[int]] = []
         self._redundancy: dict[int, tuple[float, int]] = {}  # id -> (similarity, chosen pieces read)
-
-    def _gram(self, c: Candidate) -> frozenset[int]:
-        if id(c) not in self._grams:
-            self._grams[id(c)] = shingles(c.chunk.text)
-        return self._grams[id(c)]
 
     def redundancy(self, c: Candidate) -> float:
         """The candidate's largest similarity to a chosen piece (brought up to date)."""
         value, read = self._redundancy.get(id(c), (0.0, 0))
         if read < len(self._chosen):
-            g = self._gram(c)
+            g = shingles(c.chunk.text)
             for other in self._chosen[read:]:
                 value = max(value, jaccard(g, other))
             self._redundancy[id(c)] = (value, len(self._chosen))
@@ -421,7 +415,7 @@ class _LazyMMR:
     def pop_best(self) -> tuple[Candidate, float]:
         """The candidate of highest value, removed from the pool, and its redundancy."""
         best, best_value, best_redundancy = None, float("-inf"), 0.0
-        for c in sorted(self.pool, key=lambda c: (-self._bound[id(c)], self._place[id(c)])):
+        for c in self.pool:
             if self._bound[id(c)] < best_value:
                 break
             r = self.redundancy(c)
@@ -432,7 +426,7 @@ class _LazyMMR:
         return best, best_redundancy
 
     def chose(self, c: Candidate) -> None:
-        self._chosen.append(self._gram(c))
+        self._chosen.append(shingles(c.chunk.text))
 
 
 def _is_cut(placed: Placed | None) -> bool:

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
-
 from mcp_retrieval import rules
 from mcp_retrieval.indexers.embed import Embedder
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk
