@@ -14,10 +14,8 @@ result is a float16 table like the shipped one. Deterministic (seed 0).
 from __future__ import annotations
 
 import argparse
-import io
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +35,8 @@ def load_shards(folder: Path) -> tuple[list[str], np.ndarray]:
 def main(argv: list[str]) -> int:
     import torch
 
-    from mcp_retrieval.indexers.static import TABLE_FILE, tokenize_batch
+    from mcp_retrieval.indexers.static import tokenize_batch
+    from training.token_bags import bags, distilled_table
 
     ap = argparse.ArgumentParser(prog="python -m training.fit_static")
     ap.add_argument("--shards", required=True)
@@ -56,9 +55,7 @@ def main(argv: list[str]) -> int:
     order = rng.permutation(keep)
     held = order[: len(order) // 10]
     train = order[len(order) // 10:]
-    data = resources.files("mcp_retrieval.weights").joinpath(TABLE_FILE).read_bytes()
-    with np.load(io.BytesIO(data)) as npz:
-        initial = torch.tensor(npz["table"].astype(np.float32))
+    initial = distilled_table()
     table = torch.nn.Parameter(initial.clone())
     project = torch.nn.Linear(targets.shape[1], initial.shape[1], bias=False)
     if args.pca:  # Tokenlearn's reading: the targets' own principal axes, nothing learned in between
@@ -74,8 +71,7 @@ def main(argv: list[str]) -> int:
         return x - x.mean(dim=0, keepdim=True) if args.pca else x
 
     def means(rows) -> torch.Tensor:
-        flat = torch.tensor([i for r in rows for i in ids[r]], dtype=torch.long)
-        offsets = torch.tensor(np.concatenate([[0], np.cumsum([len(ids[r]) for r in rows])[:-1]]), dtype=torch.long)
+        flat, offsets = bags(ids, rows)
         return torch.nn.functional.embedding_bag(flat, table, offsets, mode="mean")
 
     def held_cosine() -> float:

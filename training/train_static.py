@@ -16,11 +16,9 @@ build time only (`pip install torch==2.13.0`); the result is a float16 table lik
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +29,8 @@ SEED = 0
 def main(argv: list[str]) -> int:
     import torch
 
-    from mcp_retrieval.indexers.static import TABLE_FILE, tokenize_batch
+    from mcp_retrieval.indexers.static import tokenize_batch
+    from training.token_bags import bags, distilled_table
 
     ap = argparse.ArgumentParser(prog="python -m training.train_static")
     ap.add_argument("--pairs", required=True)
@@ -52,17 +51,11 @@ def main(argv: list[str]) -> int:
     usable = [i for i in range(len(pairs)) if q_ids[i] and c_ids[i]]
     held = np.array([i for i in usable if pairs[i]["repo"] in held_repos])
     train = np.array([i for i in usable if pairs[i]["repo"] not in held_repos])
-    data = resources.files("mcp_retrieval.weights").joinpath(TABLE_FILE).read_bytes()
-    with np.load(io.BytesIO(data)) as npz:
-        initial = torch.tensor(npz["table"].astype(np.float32))
+    initial = distilled_table()
     table = torch.nn.EmbeddingBag.from_pretrained(initial.clone(), freeze=False, mode="mean", sparse=True)
-    anchor = torch.nn.Embedding.from_pretrained(initial.clone(), freeze=False, sparse=True)
-    anchor.weight = table.weight  # the same rows, read one by one for the pull
 
     def embed(ids: list[list[int]], rows) -> torch.Tensor:
-        flat = torch.tensor([t for r in rows for t in ids[r]], dtype=torch.long)
-        offsets = torch.tensor(np.concatenate([[0], np.cumsum([len(ids[r]) for r in rows])[:-1]]), dtype=torch.long)
-        return torch.nn.functional.normalize(table(flat, offsets), dim=1)
+        return torch.nn.functional.normalize(table(*bags(ids, rows)), dim=1)
 
     def held_mrr() -> float:
         with torch.no_grad():
@@ -84,7 +77,8 @@ def main(argv: list[str]) -> int:
             loss = (torch.nn.functional.cross_entropy(logits, labels)
                     + torch.nn.functional.cross_entropy(logits.T, labels)) / 2
             touched = torch.unique(torch.tensor([t for r in rows for t in (*q_ids[r], *c_ids[r])], dtype=torch.long))
-            loss = loss + args.pull * ((anchor(touched) - initial[touched]) ** 2).sum(dim=1).mean()
+            rows_now = torch.nn.functional.embedding(touched, table.weight, sparse=True)  # the rows, one by one
+            loss = loss + args.pull * ((rows_now - initial[touched]) ** 2).sum(dim=1).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
