@@ -433,3 +433,22 @@ def test_a_window_is_counted_line_by_line_to_the_same_number():
              "\n\n", "a\u0000b\nc\u200bd", (pathlib.Path(__file__).read_text() * 2)]
     for text in texts:  # twice: the second count comes from the cache of lines
         assert budget_tokens(text) == budget_counts([text])[0] == budget_tokens(text)
+
+
+def test_plain_ascii_is_counted_without_the_tokenizer_to_the_tokenizers_number():
+    """Punctuation marks plus the cached WordPiece counts of letter-and-digit runs: the same as the
+    tokenizer reading the text, for code, prose and every ASCII character (control characters
+    take the tokenizer's own path)."""
+    import pathlib
+    import random
+
+    from mcp_retrieval.indexers.tokens import _tokenizer, _wordpiece, count_tokens
+
+    rng = random.Random(0)
+    alphabet = [chr(c) for c in range(128)] + ["é", "中", "\u0301", "\u00a0"]
+    texts = [pathlib.Path(__file__).read_text(), "def f(x):\n    return x + 1\n", "x" * 100, "x" * 101,
+             "a_b  c\t(d)\r\n", "", " ", "a\x00b", "a\x0bb", "a\x7fb", "Ünïcode and ascii"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40))) for _ in range(500)]
+    texts += ["".join(rng.choice("aB9_ .(\t") for _ in range(rng.randint(0, 200))) for _ in range(200)]
+    assert count_tokens(texts) == _wordpiece(_tokenizer(), texts)
+    assert count_tokens(texts) == _wordpiece(_tokenizer(), texts)  # again, from the cache of runs
