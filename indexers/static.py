@@ -21,8 +21,8 @@ from mcp_retrieval.indexers.analysis import CAMEL_BOUNDARY
 from mcp_retrieval.indexers.embed import ModelUnavailable, tokenizer_dir
 
 TABLE_FILE = "static_minilm.npz"
-TABLE_SHA256 = "eef881e08b7b99ddf32c220a654ccfaccedf285cc6067c54af317705326660da"  # training/distill_static.py
-MODEL_ID = "static-minilm-1"
+TABLE_SHA256 = "888a655a06cd858c33c210eb56e2d9b5ac7ddabdf993e44e923588026f5858a9"  # training/distill_static.py
+MODEL_ID = "static-minilm-2"
 MAX_TOKENS = 512  # what is read of a chunk: the table costs nothing per token, but a chunk's head says most
 
 

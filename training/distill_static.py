@@ -4,7 +4,8 @@
 
 1. Every WordPiece token of MiniLM's vocabulary is run through the shipped int8 ONNX model alone
    (`[CLS] token [SEP]`), and its output is mean-pooled: one 384-dim vector per token.
-2. PCA to 256 dimensions (the table's size halves; Model2Vec reports no loss from it).
+2. PCA to 128 dimensions (a quarter of MiniLM's 384 wide; 256 did no better on semble_dev and
+   64 lost 0.009: docs/BENCHMARKS.md 42c).
 3. Each token is weighted by a/(a + p(token)) (smooth inverse frequency, a = 1e-3), p counted over
    the source files under `--corpus` tokenized as the embedder tokenizes them (identifiers split
    into their parts first), so that frequent tokens (`self`, `the`, `=`) weigh little.
@@ -24,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-DIMS = 256
+DIMS = 128
 SIF_A = 1e-3
 BATCH = 512
 CORPUS_SUFFIXES = (".py", ".go", ".rs", ".js", ".ts", ".java", ".c", ".h", ".cpp", ".rb", ".php", ".cs", ".kt",
@@ -88,7 +89,7 @@ def main(argv: list[str]) -> int:
     total = sum(counts.values()) or 1
     p = np.array([counts.get(i, 0) / total for i in range(len(vectors))])
     table = (reduced * (SIF_A / (SIF_A + p))[:, None]).astype(np.float16)
-    np.savez_compressed(args.out, table=table, version=np.array("static-minilm-1"))
+    np.savez_compressed(args.out, table=table, version=np.array("static-minilm-2"))
     digest = hashlib.sha256(Path(args.out).read_bytes()).hexdigest()
     print(f"wrote {args.out} ({Path(args.out).stat().st_size / 1e6:.1f} MB, sha256 {digest}) in "
           f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
