@@ -26,7 +26,7 @@ from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, language_for
 
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
-# the way `packet`'s import lift reads them (`import_links.module_paths`), not as Python modules
+# through `import_links.module_paths`, not as Python modules
 _PATH_SHAPED = re.compile(r"[/\\]|::|\.(h|hh|hpp|hxx)$")
 _JS_EXTS = (*JS_SOURCE_EXTENSIONS, ".d.ts")
 RELATIONS = {

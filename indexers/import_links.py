@@ -1,10 +1,7 @@
-"""Does one file import another? Read from the import specs the indexer stores, per language.
-
-`packet`'s file ranking asks this of a handful of pairs (the head files against the pool), so it
-is string work on the specs of a few files rather than a code-graph build: a spec becomes the
-module paths it can name (no extension), and a file matches when its path without extension —
-or its folder, for Go packages and Python `__init__` files — ends with one of them at a folder
-boundary. Specs as `indexers/symbols.py` writes them:
+"""The module paths an import spec can name, per language: the code graph resolves its `import`
+edges through them (`indexers/graph.py`). A spec becomes paths without extension; a file is
+named when its path without extension — or its folder, for Go packages and Python `__init__`
+files — ends with one of them at a folder boundary. Specs as `indexers/symbols.py` writes them:
 
     Python  `pkg.mod:Name=alias`, `.sibling:Name`, `..pkg.mod`     -> pkg/mod, pkg/mod/Name
     Java    `com.acme.util.Strings`, `com.acme.util.*`            -> com/acme/util/Strings
@@ -24,7 +21,6 @@ boundary. Specs as `indexers/symbols.py` writes them:
 
 from __future__ import annotations
 
-import functools
 import posixpath
 import re
 
@@ -104,56 +100,3 @@ def _spec_paths(spec: str, importer: str) -> list[str]:
     if name and name != "*":
         out.insert(0, f"{path}/{name}")  # `from pkg import submodule`
     return out
-
-
-def _ends_with(path: str, suffix: str) -> bool:
-    return bool(suffix) and (path == suffix or path.endswith("/" + suffix))
-
-
-def _same_tail(a: str, b: str) -> bool:
-    """One path ends with the other at a folder boundary: a Go import path ends with the package
-    folder (`github.com/acme/app/core/stat` and `core/stat`), an include path with the header's."""
-    return _ends_with(a, b) or _ends_with(b, a)
-
-
-class Imports:
-    """One file's imports, read once: which files do they name? (`packet` asks it of a pool.)"""
-
-    def __init__(self, importer: str, specs: list[str]):
-        self.importer = importer
-        # a path-shaped spec (Go package, include) may carry more folders than the repository
-        # (`github.com/acme/app/`) or fewer (`bar.h` for `lib/bar.h`); a dotted one names the
-        # module from a package root, so only the file may carry more (`src/`)
-        self.exact: set[str] = set()  # dotted module paths: matched as suffixes of the file
-        self.loose: list[str] = []  # path-shaped: either may be the suffix of the other
-        for spec in specs:
-            loose = "/" in spec and not spec.startswith(".") or bool(_C_INCLUDE.search(spec))
-            for path in module_paths(spec, importer):
-                if loose:
-                    self.loose.append(path)
-                elif path:
-                    self.exact.add(path)
-
-    def __contains__(self, candidate: str) -> bool:
-        if candidate == self.importer:
-            return False
-        stem = _strip_extension(candidate)
-        forms = [stem]
-        if candidate.endswith(("/__init__.py", "/mod.rs", "/init.lua")) or candidate.endswith(".go"):
-            if package := posixpath.dirname(candidate):
-                forms.append(package)
-        for form in forms:
-            parts = form.split("/")
-            if any("/".join(parts[i:]) in self.exact for i in range(len(parts))):
-                return True
-            if any(_same_tail(form, path) for path in self.loose):
-                return True
-        return False
-
-
-@functools.lru_cache(maxsize=2048)
-def imports_of(importer: str, specs: tuple[str, ...]) -> Imports:
-    """`Imports` read once per file and import list: the files `packet` asks about repeat across
-    questions, and reading a module's imports (sympy's run to dozens) cost ~1.4 ms a file."""
-    return Imports(importer, list(specs))
-

@@ -416,10 +416,6 @@ class Engine:
         c.root = self.name
         return c
 
-    def import_specs(self, path: str) -> list[str]:
-        """The import specs the indexer read in a file (`mcp_retrieval.indexers.import_links` reads them)."""
-        return self.store.import_specs(path)
-
     def debug_report(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()
         if notes:

@@ -12,13 +12,9 @@ partner ranks lower (or is not in the pool) lifts it to 80% of its own score.
 In Go and Rust a folder is a package: a file with its own evidence gains a share of the strongest
 other head file of its folder, so the second file of a package-local fix climbs (not in other
 languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS-history.md 9a).
-A Python file with its own evidence that one of the three strongest files imports gains a share of
-that file's score: the module an entry point calls into (a printer behind `lambdify`, a locale
-module behind the application) is often where the fix lands. Python only: in Go, Java, JS/TS and
-Rust the same lift lost first files (docs/BENCHMARKS-history.md 10b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
-Pure: the store is read only through the `partner_chunk` and `import_specs` callbacks.
+Pure: the store is read only through the `partner_chunk` callback.
 """
 
 from __future__ import annotations
@@ -29,10 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
-from mcp_retrieval import rules
 from mcp_retrieval.assemble import gram_set, jaccard
-from mcp_retrieval.indexers.import_links import imports_of
-from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -40,9 +33,6 @@ THIRD_HIT_SHARE = 0.10
 PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
 SIBLING_SHARE = 0.3  # a Go/Rust file gains this share of the best head file in its own folder (package)
 SIBLING_HEAD = 5
-IMPORT_SHARE = 0.3  # a file a head file imports gains this share of the importer's score
-IMPORT_HEAD = 3
-IMPORT_SUFFIXES = (".py",)  # where it was measured to help
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
@@ -134,34 +124,6 @@ def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
     return out
 
 
-def _lift_imported(scores: dict[FileKey, float], import_specs: Callable[[str, str], list[str]],
-                   best: dict[FileKey, float] | None = None) -> dict[FileKey, float]:
-    """A Python file with its own evidence gains IMPORT_SHARE of the strongest of the IMPORT_HEAD
-    head files (same root) that imports it. With `best` (each file's best chunk score) and
-    With `Rules.import_lift_yields_to_stronger`, the lift stops just below a file that outranked it on its
-    own evidence and holds a stronger single match of code (not tests, not prose) than it and its
-    importers: the lift is for the module an entry point calls, not for passing the file the
-    question matched best."""
-    head = sorted(scores, key=lambda k: -scores[k])[:IMPORT_HEAD]
-    links = {key: imports_of(key[1], tuple(import_specs(*key))) for key in head if key[1].endswith(IMPORT_SUFFIXES)}
-    out = dict(scores)
-    for key, own in scores.items():
-        if not key[1].endswith(IMPORT_SUFFIXES):
-            continue
-        importers = {h for h, link in links.items() if h != key and h[0] == key[0] and key[1] in link}
-        if not importers:
-            continue
-        lifted = own + IMPORT_SHARE * max(scores[h] for h in importers)
-        if best is not None and rules.current().import_lift_yields_to_stronger:
-            bar = max(best.get(key, 0.0), *(best.get(h, 0.0) for h in importers))
-            stronger = [scores[f] for f in scores if f != key and f not in importers
-                        and scores[f] > own and best.get(f, 0.0) > bar]
-            if stronger:
-                lifted = max(own, min(lifted, min(stronger) - 1e-9))
-        out[key] = lifted
-    return out
-
-
 def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[FileKey, float]]) -> dict[FileKey, float]:
     """A file with its own evidence that answered together with a head file before gains
     COACTIVE_SHARE x that pair's strength x the head file's score (`coactivation`)."""
@@ -194,7 +156,6 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                partner_chunk: Callable[[str, str], Candidate | None] | None = None,
                pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE,
                coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
-               import_specs: Callable[[str, str], list[str]] | None = None,
                learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score (header/source partners pulled up beside each
     other), within a file its chunks by score, at most `per_file` of them before every other
@@ -203,14 +164,6 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     as a feature."""
     kept = drop_near_duplicates(candidates, near_duplicate)
     scores = learned(kept) if learned is not None else _lift_siblings(file_scores(kept))
-    if import_specs is not None:
-        best: dict[FileKey, float] = {}  # each file's best chunk of code (not tests, not prose)
-        for c in kept:
-            if c.chunk.language in PROSE_LANGUAGES or is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-                continue
-            key = (c.root, c.chunk.path)
-            best[key] = max(best.get(key, c.score), c.score)
-        scores = _lift_imported(scores, import_specs, best)
     scores = _lift_coactive(scores, coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}

@@ -42,8 +42,6 @@ class Rules:
     vendored_after_code_in_reports: bool = True  # cextern/, _vendor/ ... after code (21e)
     exception_declarations_after_code_in_reports: bool = True  # `class FooError` after its raise sites (23e)
     tests_as_prose_in_reports: bool = True  # a report's test files rank as far down as prose (21h)
-    # files (file_rank)
-    import_lift_yields_to_stronger: bool = True  # the Python import lift stops below the best match (23g)
     # the `context` window (module_heads, lead_file, continuation, assemble, workspace)
     module_heads_after_definitions: bool = True  # a module's head chunk below its best definition (25e)
     lead_file_matches: bool = True  # wide windows read the lead file on its own (27a)

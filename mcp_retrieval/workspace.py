@@ -381,7 +381,6 @@ class Workspace:
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
                                               near_duplicate=lead.engine.config.near_duplicate,
                                               coactive=self._coactive(candidates),
-                                              import_specs=lambda root, path: by_root[root].import_specs(path),
                                               learned=learned)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items, ranked by the {'learned' if model else 'hand-set'} file score"

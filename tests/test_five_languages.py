@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
-from mcp_retrieval.indexers.import_links import Imports
+from tests.import_reading import Imports
 from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, is_test_chunk, is_test_path, language_for
 from mcp_retrieval.workspace import Workspace
 from tests.conftest import defined_ids, engine_over

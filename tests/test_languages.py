@@ -9,7 +9,7 @@ from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import partners, rank_files, with_file_evidence
-from mcp_retrieval.indexers.import_links import Imports
+from tests.import_reading import Imports
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.rules import Rules, applied
 
@@ -93,33 +93,6 @@ def test_a_file_that_answered_together_with_the_head_file_before_climbs():
     pool = [candidate("a.c", 1.0), candidate("b.c", 0.6), candidate("c.c", 0.5)]
     order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2, coactive={("", "c.c"): (("", "a.c"), 1.0)})))
     assert order == ["a.c", "c.c", "b.c"]
-
-
-def test_a_file_a_head_file_imports_climbs_over_one_it_does_not():
-    pool = [candidate("sym/utilities/lambdify.py", 1.0), candidate("sym/solvers/solve.py", 0.6),
-            candidate("sym/printing/pycode.py", 0.5)]
-    specs = {"sym/utilities/lambdify.py": ["sym.printing.pycode:PythonCodePrinter=Printer", "os"]}
-    ranked = rank_files(pool, per_file=2, import_specs=lambda root, path: specs.get(path, []))
-    assert list(dict.fromkeys(c.chunk.path for c in ranked)) == [
-        "sym/utilities/lambdify.py", "sym/printing/pycode.py", "sym/solvers/solve.py"]
-    unlinked = rank_files(pool, per_file=2, import_specs=lambda root, path: [])
-    assert [c.chunk.path for c in unlinked][1] == "sym/solvers/solve.py"
-
-
-def test_an_imported_file_is_not_lifted_past_the_file_holding_the_best_match():
-
-    # plot.py imports groupby.py; regression.py holds the question's best single match
-    pool = [candidate("sb/plot.py", 1.0), candidate("sb/regression.py", 1.1),
-            *[candidate("sb/groupby.py", s, start=i * 10) for i, s in enumerate((0.9, 0.5, 0.4))]]
-    specs = {"sb/plot.py": ["sb.groupby:GroupBy=GroupBy"]}
-
-    def order():
-        ranked = rank_files([Candidate(chunk=c.chunk, score=c.score) for c in pool], per_file=2,
-                            import_specs=lambda root, path: specs.get(path, []))
-        return list(dict.fromkeys(c.chunk.path for c in ranked))
-    assert order() == ["sb/regression.py", "sb/groupby.py", "sb/plot.py"]  # lifted past its importer only
-    with applied(Rules(import_lift_yields_to_stronger=False)):  # the rule decides it
-        assert order() == ["sb/groupby.py", "sb/regression.py", "sb/plot.py"]
 
 
 def test_import_specs_of_each_language_name_the_files_they_import():

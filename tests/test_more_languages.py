@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_retrieval.extract import extract
-from mcp_retrieval.indexers.import_links import Imports
+from tests.import_reading import Imports
 from mcp_retrieval.indexers.chunk import chunk_file
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, GRAMMAR_LANGUAGES, PROSE_LANGUAGES, is_test_path, \
     language_for

@@ -14,11 +14,13 @@ from mcp_retrieval.bench.semble import ndcg10
 from mcp_retrieval.workspace import Workspace
 
 QUESTIONS = Path(__file__).resolve().parent.parent / "fixtures" / "ranking_questions.jsonl"
-# Measured 2026-12-03: Acc@1 0.8, Acc@3 0.9, NDCG@10 0.90, know 1.0 (the learned file ranker; the
+# Measured 2026-12-04: Acc@1 0.7, Acc@3 0.9, NDCG@10 0.85, know 1.0 (the learned file ranker; the
 # hand-set score gave 0.9 / 1.0 / 0.96: it does not demote documentation as hard, and the one
-# documentation question here, "how do I install the shop", loses its guide). Floors sit at the
-# measured values: a change that loses a question here must say why in docs/BENCHMARKS.md.
-FLOORS = {"acc1": 0.8, "acc3": 0.9, "ndcg10": 0.85, "know": 1.0}
+# documentation question here, "how do I install the shop", loses its guide). "discount codes"
+# lost `pricing.py` to `cart.py`, which imports its `apply_discount`, when the Python import lift
+# went: on swebench_dev the lift cost three first files (docs/BENCHMARKS.md 42d). Floors sit at
+# the measured values: a change that loses a question here must say why in docs/BENCHMARKS.md.
+FLOORS = {"acc1": 0.7, "acc3": 0.9, "ndcg10": 0.85, "know": 1.0}
 
 
 def test_known_answer_questions_stay_above_their_floors(workspace, tmp_path):
