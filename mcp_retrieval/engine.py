@@ -407,15 +407,6 @@ class Engine:
             subs = [check_query(q)[0] for q in sub_queries]
         return active, prefix, subs
 
-    def first_chunk(self, path: str) -> Candidate | None:
-        """The opening chunk of an indexed file (a header/source partner the pool lacked)."""
-        chunks = self.store.chunks_for_path(path)
-        if not chunks:
-            return None
-        c = Candidate(chunk=chunks[0])
-        c.root = self.name
-        return c
-
     def debug_report(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:
         rewrite = ranked.understanding.as_dict()
         if notes:

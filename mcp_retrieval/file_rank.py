@@ -6,15 +6,12 @@ plus a diminishing share of its next two (several independent hits raise a file;
 with many weak hits cannot outrun one strong match: the extra is bounded at 35% of the best),
 and each file shows at most `per_file` chunks before the next file gets its turn.
 
-C and C++ keep declarations and definitions apart: a header (`x.h`) and its source (`x.c`,
-`x.cpp`) in the same or a sibling `include`/`src` folder answer together, so a file whose
-partner ranks lower (or is not in the pool) lifts it to 80% of its own score.
 In Go and Rust a folder is a package: a file with its own evidence gains a share of the strongest
 other head file of its folder, so the second file of a package-local fix climbs (not in other
 languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS-history.md 9a).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
-Pure: the store is read only through the `partner_chunk` callback.
+Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -30,16 +27,12 @@ from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
 THIRD_HIT_SHARE = 0.10
-PARTNER_SHARE = 0.8  # a paired header/source file ranks at this share of its partner's score
 SIBLING_SHARE = 0.3  # a Go/Rust file gains this share of the best head file in its own folder (package)
 SIBLING_HEAD = 5
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
-HEADERS = (".h", ".hh", ".hpp", ".hxx")
-SOURCES = (".c", ".cc", ".cpp", ".cxx")
-_SWAP_DIRS = {"include": "src", "src": "include", "inc": "src"}
 
 
 FileKey = tuple[str, str]  # (root name, path in that root)
@@ -134,31 +127,11 @@ def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[F
     return out
 
 
-def partners(path: str) -> list[str]:
-    """Paths that could hold the other half of a C/C++ header/source pair."""
-    p = PurePosixPath(path)
-    suffix = p.suffix.lower()
-    if suffix in HEADERS:
-        wanted = SOURCES
-    elif suffix in SOURCES:
-        wanted = HEADERS
-    else:
-        return []
-    folders = [p.parent]
-    parts = list(p.parent.parts)
-    for i, part in enumerate(parts):
-        if part in _SWAP_DIRS:
-            folders.append(PurePosixPath(*parts[:i], _SWAP_DIRS[part], *parts[i + 1:]))
-    return [str(folder / (p.stem + ext)) for folder in folders for ext in wanted]
-
-
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
-               partner_chunk: Callable[[str, str], Candidate | None] | None = None,
-               pair_head: int = 10, near_duplicate: float = NEAR_DUPLICATE,
+               near_duplicate: float = NEAR_DUPLICATE,
                coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
                learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
-    """Candidates regrouped: files by score (header/source partners pulled up beside each
-    other), within a file its chunks by score, at most `per_file` of them before every other
+    """Candidates regrouped: files by score, within a file its chunks by score, at most `per_file` of them before every other
     file has had its turn; near-duplicates of a shown chunk dropped. `learned` (the file ranker:
     `file_scorer`) replaces the hand-set file score and the Go/Rust folder lift, which it weighs
     as a feature."""
@@ -169,8 +142,6 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
     chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):
         chunks.setdefault((c.root, c.chunk.path), []).append(c)
-    if partner_chunk is not None:
-        order = _pull_partners(order, scores, chunks, partner_chunk, pair_head)
     return distinct_first(order, scores, chunks, per_file)
 
 
@@ -187,26 +158,3 @@ def distinct_first(order: list[FileKey], scores: dict[FileKey, float], chunks: d
             (head if n < per_file else rest).append((scores[key] * FURTHER_CHUNK_SHARE ** n, -place[key], n, c))
     head.sort(key=lambda t: (-t[0], -t[1], t[2]))
     return [t[3] for t in head] + [t[3] for t in sorted(rest, key=lambda t: (-t[1], t[2]))]
-
-
-def _pull_partners(order: list[FileKey], scores: dict[FileKey, float], chunks: dict[FileKey, list[Candidate]],
-                   partner_chunk: Callable[[str, str], Candidate | None], head: int) -> list[FileKey]:
-    """The head files' header/source partners (in the same root) raised to PARTNER_SHARE of their
-    score (fetched when the pool lacks them); the file order re-sorted."""
-    for key in order[:head]:
-        root, path = key
-        for other_path in partners(path):
-            other = (root, other_path)
-            if other not in chunks:
-                found = partner_chunk(root, other_path)
-                if found is None:
-                    continue
-                found.score = PARTNER_SHARE * scores[key]
-                chunks[other] = [found]
-            lifted = PARTNER_SHARE * scores[key]
-            if scores.get(other, 0.0) < lifted:
-                scores[other] = lifted
-                for c in chunks[other]:
-                    c.why.append(f"paired header/source of {path}")
-            break
-    return sorted(scores, key=lambda p: -scores[p])

@@ -369,16 +369,12 @@ class Workspace:
         outcome, candidates, lead = _merge(parts)
         candidates = candidates[:lead.engine.config.pool_size]  # several roots: one pool's worth of the best
         by_root = {p.engine.name: p.engine for p in parts}
-
-        def partner(root: str, path: str) -> Candidate | None:
-            return by_root[root].first_chunk(path)
-
         model = file_scorer.shipped() if lead.engine.config.file_ranker else None
         explained: dict = {}  # file -> its feature contributions, filled with debug
         with stages.run("files") as st:
             learned = (lambda kept: file_scorer.file_scores(model, query, kept, explained if debug else None)) \
                 if model is not None else None
-            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)), partner_chunk=partner,
+            candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
                                               near_duplicate=lead.engine.config.near_duplicate,
                                               coactive=self._coactive(candidates),
                                               learned=learned)

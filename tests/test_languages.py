@@ -8,7 +8,7 @@ import pytest
 from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
-from mcp_retrieval.file_rank import partners, rank_files, with_file_evidence
+from mcp_retrieval.file_rank import rank_files, with_file_evidence
 from tests.import_reading import Imports
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.rules import Rules, applied
@@ -69,15 +69,6 @@ def test_near_duplicate_chunks_are_shown_once():
     same = "int parse(const char *s) { return atoi(s) + offset * factor; }"
     ranked = rank_files([candidate("a/x.c", 1.0, same), candidate("vendored/x.c", 0.9, same)], per_file=3)
     assert [c.chunk.path for c in ranked] == ["a/x.c"]
-
-
-def test_a_header_brings_its_source_file_along():
-    assert "src/lib/parse.c" in partners("include/lib/parse.h") and "lib/parse.hpp" in partners("lib/parse.cpp")
-    pool = [candidate("include/parse.h", 1.0), candidate("other.c", 0.9), candidate("third.c", 0.75)]
-    fetched = candidate("src/parse.c", 0.0)
-    ranked = rank_files(pool, per_file=2, partner_chunk=lambda root, p: fetched if p == "src/parse.c" else None)
-    order = list(dict.fromkeys(c.chunk.path for c in ranked))
-    assert order[:2] == ["include/parse.h", "other.c"] and order.index("src/parse.c") < order.index("third.c")
 
 
 def test_a_go_file_beside_a_strong_file_of_its_package_climbs_but_other_languages_do_not():
