@@ -23,6 +23,7 @@ from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 GRAPH_SEED_CHUNKS = 8
+DENSE_TIERS = ("dense", "dense_title")
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
 
@@ -47,7 +48,7 @@ class Ranked:
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
          stages: StageLog | None = None, graph: bool | None = None, history=None,
-         recent_turns: Sequence[str] = (), pool_size: int | None = None) -> Ranked:
+         recent_turns: Sequence[str] = (), pool_size: int | None = None, keep_plain_pool: bool = False) -> Ranked:
     stages = stages or StageLog()
     set_aside = comments = 0
     if rules.current().template_comments_set_aside:  # the template's instructions are no part of the report
@@ -108,9 +109,10 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             if not ranked["history"] and history.status.startswith("skipped"):
                 st["status"] = "skipped"
     with stages.run("fusion") as st:
-        scores = fusion.rrf({t: [cid for cid, _ in hits] for t, hits in ranked.items()}, config.tier_weights,
-                            config.rrf_k)
-        head = fusion.order(scores)[:pool]
+        ids = {t: [cid for cid, _ in hits] for t, hits in ranked.items()}
+        scores = fusion.rrf(ids, config.tier_weights, config.rrf_k)
+        head = fusion.pool(ids, config.tier_weights, config.rrf_k, pool,
+                           adding_only=DENSE_TIERS if keep_plain_pool else ())
         chunks = retriever.store.chunks_by_id(head)
         positions = {tier: {} for tier in ranked}  # tier -> chunk id -> (rank, raw score), best rank kept
         for tier, hits in ranked.items():

@@ -36,6 +36,8 @@ class Rules:
     imported_name_names_no_package: bool = True  # `from pkg import Name` does not point at pkg/__init__.py
     strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
     top_package_is_no_module_anchor: bool = True  # `import sympy` points at no module (21b)
+    # the pool (pipeline)
+    vectors_only_add: bool = True  # `packet`: with vectors the pool is the one without them plus the dense tiers' finds (42h)
     # the rerank stage's structural signals, for pasted reports (rerank)
     reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
     scripts_after_code_in_reports: bool = True  # setup.py, scripts/, bin/ ... after code (21c)

@@ -367,7 +367,8 @@ class Workspace:
         parts = self._gather(query, active_files, path_prefix, sub_queries, stages, host, roots, for_packet=True,
                              recent_turns=check_turns(recent_turns))
         outcome, candidates, lead = _merge(parts)
-        candidates = candidates[:lead.engine.config.pool_size]  # several roots: one pool's worth of the best
+        if len(parts) > 1:  # several roots: one pool's worth of the best
+            candidates = candidates[:lead.engine.config.pool_size]
         by_root = {p.engine.name: p.engine for p in parts}
         model = file_scorer.shipped() if lead.engine.config.file_ranker else None
         explained: dict = {}  # file -> its feature contributions, filled with debug

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens
 from mcp_retrieval.assemble import COMPACT, FRONTIER, Layout, Placed, assemble, order_for_reading, render_window
-from mcp_retrieval.fusion import order, rrf
+from mcp_retrieval.fusion import order, pool, rrf
 from mcp_retrieval.retrieve import Candidate
 from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.rules import Rules, applied
@@ -452,3 +452,13 @@ def test_plain_ascii_is_counted_without_the_tokenizer_to_the_tokenizers_number()
     texts += ["".join(rng.choice("aB9_ .(\t") for _ in range(rng.randint(0, 200))) for _ in range(200)]
     assert count_tokens(texts) == _wordpiece(_tokenizer(), texts)
     assert count_tokens(texts) == _wordpiece(_tokenizer(), texts)  # again, from the cache of runs
+
+
+def test_the_dense_tiers_add_to_the_pool_and_never_push_a_chunk_out():
+    ranked = {"lexical": ["a", "b", "c", "d"], "dense": ["x", "y", "c"]}
+    weights = {"lexical": 1.0, "dense": 0.8}
+    fused = order(rrf(ranked, weights, 1))[:3]
+    assert "b" not in fused  # fused alone, the dense tier's first two push the lexical second out
+    kept = pool(ranked, weights, 1, 3, adding_only=("dense",))
+    assert kept[:3] == fused and set(kept) == set(fused) | {"a", "b", "c"}
+    assert pool({"lexical": ["a", "b"]}, weights, 1, 1, adding_only=("dense",)) == ["a"]  # no vectors: as before

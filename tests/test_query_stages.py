@@ -4,6 +4,7 @@ from mcp_retrieval.extract import extract
 from mcp_retrieval.understand import deterministic
 from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.rules import Rules, applied
+from mcp_retrieval.stages import StageLog
 
 TRACEBACK = '''Unit equality comparison with None raises TypeError
 ```
