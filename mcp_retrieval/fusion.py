@@ -31,12 +31,13 @@ def order(scores: Mapping[str, float]) -> list[str]:
     return sorted(scores, key=lambda d: (-scores[d], d))
 
 
-def pool(ranked: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int, size: int,
-         adding_only: Sequence[str] = ()) -> list[str]:
-    """The first `size` ids by fused score, then any of the first `size` of the fusion without the
-    `adding_only` tiers that those left out: such tiers add ids to the pool and never push one out
-    (the dense tiers: the file ranker learned on pools without vectors; docs/BENCHMARKS.md 42h)."""
-    head = order(rrf(ranked, weights, k))[:size]
+def pool(scores: Mapping[str, float], ranked: Mapping[str, Sequence[str]], weights: Mapping[str, float], k: int,
+         size: int, adding_only: Sequence[str] = ()) -> list[str]:
+    """The first `size` ids by fused score (`scores`: `rrf` of `ranked`), then any of the first
+    `size` of the fusion without the `adding_only` tiers that those left out: such tiers add ids
+    to the pool and never push one out (the dense tiers: the file ranker learned on pools without
+    vectors; docs/BENCHMARKS.md 42h)."""
+    head = order(scores)[:size]
     if any(tier in ranked for tier in adding_only):
         chosen = set(head)
         rest = {tier: ids for tier, ids in ranked.items() if tier not in adding_only}

@@ -23,9 +23,9 @@ from mcp_retrieval.understand import Understanding, deterministic, with_host
 
 CODE_TIER_LANGUAGES = ("python",)  # where the `code` tier was measured to help (BENCHMARKS 17b)
 GRAPH_SEED_CHUNKS = 8
-DENSE_TIERS = ("dense", "dense_title")
 GRAPH_CAP = 8
 PATH_PREFIX_BOOST = 1.2
+DENSE_TIERS = ("dense", "dense_title")  # in `packet` they add to the pool, never push a chunk out
 
 
 @dataclass
@@ -111,7 +111,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     with stages.run("fusion") as st:
         ids = {t: [cid for cid, _ in hits] for t, hits in ranked.items()}
         scores = fusion.rrf(ids, config.tier_weights, config.rrf_k)
-        head = fusion.pool(ids, config.tier_weights, config.rrf_k, pool,
+        head = fusion.pool(scores, ids, config.tier_weights, config.rrf_k, pool,
                            adding_only=DENSE_TIERS if keep_plain_pool else ())
         chunks = retriever.store.chunks_by_id(head)
         positions = {tier: {} for tier in ranked}  # tier -> chunk id -> (rank, raw score), best rank kept

@@ -459,6 +459,7 @@ def test_the_dense_tiers_add_to_the_pool_and_never_push_a_chunk_out():
     weights = {"lexical": 1.0, "dense": 0.8}
     fused = order(rrf(ranked, weights, 1))[:3]
     assert "b" not in fused  # fused alone, the dense tier's first two push the lexical second out
-    kept = pool(ranked, weights, 1, 3, adding_only=("dense",))
+    kept = pool(rrf(ranked, weights, 1), ranked, weights, 1, 3, adding_only=("dense",))
     assert kept[:3] == fused and set(kept) == set(fused) | {"a", "b", "c"}
-    assert pool({"lexical": ["a", "b"]}, weights, 1, 1, adding_only=("dense",)) == ["a"]  # no vectors: as before
+    plain = {"lexical": ["a", "b"]}
+    assert pool(rrf(plain, weights, 1), plain, weights, 1, 1, adding_only=("dense",)) == ["a"]  # no vectors: as before
