@@ -1,14 +1,17 @@
 """File-level order for `packet`: pointers grouped by file, files ranked by their evidence.
 
 Chunk scores alone let one long file crowd a packet (its ten similar chunks push the second and
-third file of a multi-file fix out of the first items). Here a file's score is its best chunk's
-plus a diminishing share of its next two (several independent hits raise a file; a long file
-with many weak hits cannot outrun one strong match: the extra is bounded at 35% of the best),
-and each file shows at most `per_file` chunks before the next file gets its turn.
+third file of a multi-file fix out of the first items). `packet` scores files with the learned
+file ranker (`file_scorer`); the hand-set file score here serves `context`'s file evidence and
+`MCP_RETRIEVAL_FILE_RANKER=hand`: a file's best chunk plus a diminishing share of its next two
+(several independent hits raise a file; a long file with many weak hits cannot outrun one strong
+match: the extra is bounded at 35% of the best). Either way each file shows at most `per_file`
+chunks before the next file gets its turn.
 
-In Go and Rust a folder is a package: a file with its own evidence gains a share of the strongest
-other head file of its folder, so the second file of a package-local fix climbs (not in other
-languages, where the same lift cost C/C++ and Java more than it gave: docs/BENCHMARKS-history.md 9a).
+With the hand-set score, in Go and Rust a folder is a package: a file with its own evidence gains
+a share of the strongest other head file of its folder, so the second file of a package-local fix
+climbs (not in other languages, where the same lift cost C/C++ and Java more than it gave:
+docs/BENCHMARKS-history.md 9a; the learned ranker weighs it as `folder_head`).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
 Pure: no I/O.
@@ -131,10 +134,10 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                near_duplicate: float = NEAR_DUPLICATE,
                coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
                learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
-    """Candidates regrouped: files by score, within a file its chunks by score, at most `per_file` of them before every other
-    file has had its turn; near-duplicates of a shown chunk dropped. `learned` (the file ranker:
-    `file_scorer`) replaces the hand-set file score and the Go/Rust folder lift, which it weighs
-    as a feature."""
+    """Candidates regrouped: files by score, within a file its chunks by score, at most
+    `per_file` of them before every other file has had its turn; near-duplicates of a shown chunk
+    dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score and the
+    Go/Rust folder lift, which it weighs as a feature."""
     kept = drop_near_duplicates(candidates, near_duplicate)
     scores = learned(kept) if learned is not None else _lift_siblings(file_scores(kept))
     scores = _lift_coactive(scores, coactive or {})
