@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,42 @@ def stat_inside(root: Path, rel: str) -> os.stat_result | str:
     except OSError:
         return UNREADABLE
     return st if stat.S_ISREG(st.st_mode) else NOT_REGULAR
+
+
+def stat_many(root: Path, rels: Iterable[str]) -> dict[str, os.stat_result | str]:
+    """`stat_inside` of each of `rels`, each folder resolved once for the whole call (an answer's
+    files share a few folders; `realpath` walks every component of every path). A file found to
+    be a link is resolved whole, and the final `stat` never follows one, as in `stat_inside`."""
+    prefix = str(root).rstrip(os.sep) + os.sep
+    folders: dict[str, str | None] = {}
+    out: dict[str, os.stat_result | str] = {}
+    for rel in rels:
+        folder, _, name = rel.rpartition("/")
+        if name in ("", ".", "..") or rel.startswith("/"):
+            out[rel] = stat_inside(root, rel)
+            continue
+        if folder not in folders:
+            try:
+                folders[folder] = os.path.realpath(root / folder) if folder else str(root)
+            except (OSError, ValueError):
+                folders[folder] = None
+        real_folder = folders[folder]
+        if real_folder is None:
+            out[rel] = UNREADABLE
+            continue
+        if real_folder != str(root) and not real_folder.startswith(prefix):
+            out[rel] = OUTSIDE_ROOT
+            continue
+        try:
+            st = os.stat(os.path.join(real_folder, name), follow_symlinks=False)
+        except (OSError, ValueError):
+            out[rel] = UNREADABLE
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            out[rel] = stat_inside(root, rel)
+        else:
+            out[rel] = st if stat.S_ISREG(st.st_mode) else NOT_REGULAR
+    return out
 
 
 def read_inside(root: Path, rel: str, max_bytes: int) -> FileBytes | str:

@@ -119,10 +119,15 @@ class Store:
             self._db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
 
     # --- manifest ----------------------------------------------------------------------
-    def files(self) -> dict[str, FileRecord]:
-        with self._lock:
-            rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files").fetchall()
-        return {r[0]: FileRecord(*r) for r in rows}
+    def files(self, paths: Sequence[str] | None = None) -> dict[str, FileRecord]:
+        """The record of every indexed file, or of those of `paths` the index holds."""
+        if paths is None:
+            with self._lock:
+                rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files").fetchall()
+            return {r[0]: FileRecord(*r) for r in rows}
+        return {r[0]: FileRecord(*r) for i in range(0, len(paths), 500)
+                for r in self.query("SELECT path, size, mtime_ns, sha256 FROM files WHERE path IN "
+                                    f"({','.join('?' * len(paths[i: i + 500]))})", paths[i: i + 500])}
 
     def file(self, path: str) -> FileRecord | None:
         with self._lock:

@@ -55,19 +55,22 @@ _SPLIT_ROWS = 20_000  # below: one thread's product is too short to share (~2 ms
 _pool: ThreadPoolExecutor | None = None
 
 
-def _product(matrix: np.ndarray, columns: np.ndarray) -> np.ndarray:
-    """matrix @ columns, the rows in two halves on two threads (numpy releases the GIL). BLAS
-    itself is held to one thread (`one_blas_thread`); on sympy's 41k x 256 mirror one thread took
-    4.0 ms a question, two 2.1 ms (docs/BENCHMARKS.md 41a)."""
+def _similarities(columns: np.ndarray, vectors: np.ndarray) -> list[np.ndarray]:
+    """Each vector's products with every column of the mirror (`columns`: dim x rows): one
+    vector-matrix product per vector over the column-major mirror, the columns in two halves on
+    two threads (numpy releases the GIL; BLAS itself is held to one thread, `one_blas_thread`).
+    On sympy's 41k x 128 mirror, against `rows x dim @ dim x q`: q=1 1.3 -> 0.9 ms, q=2 2.4 ->
+    1.8 ms, q=3 5.2 -> 2.4 ms (OpenBLAS's matrix product is slow for a few columns; BENCHMARKS 43a)."""
     global _pool
-    if len(matrix) < _SPLIT_ROWS:
-        return matrix @ columns
+    rows = columns.shape[1]
+    if rows < _SPLIT_ROWS:
+        return [v @ columns for v in vectors]
     if _pool is None:
         _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="vector-product")
-    half = len(matrix) // 2
-    other = _pool.submit(np.matmul, matrix[half:], columns)
-    first = matrix[:half] @ columns
-    return np.concatenate([first, other.result()])
+    half = rows // 2
+    other = _pool.submit(lambda: [v @ columns[:, half:] for v in vectors])
+    first = [v @ columns[:, :half] for v in vectors]
+    return [np.concatenate([a, b]) for a, b in zip(first, other.result())]
 
 
 def _quote(value: str) -> str:
@@ -122,30 +125,30 @@ class VectorIndex:
             for i in range(0, len(paths), 200):
                 part = paths[i: i + 200]
                 self._table.delete(f"path IN ({', '.join(_quote(p) for p in part)})")
-            if self._matrix is not None and paths:
+            if self._columns is not None and paths:
                 keep = ~np.isin(self._paths, np.asarray(paths, dtype=object))
-                self._matrix, self._paths = self._matrix[keep], self._paths[keep]
+                self._columns, self._paths = np.ascontiguousarray(self._columns[:, keep]), self._paths[keep]
                 self._ids = [i for i, k in zip(self._ids, keep) if k]
                 self._mirror_version = self._table.version
 
     def _mirror_add(self, ids: list[str], paths: list[str], vectors: np.ndarray) -> None:
         """Keep the in-memory mirror current with this process's own writes (no reload needed)."""
-        if self._matrix is None:
+        if self._columns is None:
             return
         vectors = _unit_rows(vectors)
         position = {cid: n for n, cid in enumerate(self._ids)}
         fresh = [n for n, cid in enumerate(ids) if cid not in position]
         for n, cid in enumerate(ids):
             if cid in position:
-                self._matrix[position[cid]] = vectors[n]
+                self._columns[:, position[cid]] = vectors[n]
         if fresh:
-            self._matrix = np.vstack([self._matrix, vectors[fresh]])
+            self._columns = np.hstack([self._columns, vectors[fresh].T])
             self._ids = self._ids + [ids[n] for n in fresh]
             self._paths = np.concatenate([self._paths, np.asarray([paths[n] for n in fresh], dtype=object)])
         self._mirror_version = self._table.version
 
     def _drop_mirror(self) -> None:
-        self._matrix: np.ndarray | None = None
+        self._columns: np.ndarray | None = None  # dim x rows, unit columns (see `_similarities`)
         self._ids: list[str] = []
         self._paths = np.asarray([], dtype=object)
         self._mirror_version: int | None = None
@@ -172,19 +175,18 @@ class VectorIndex:
         upserts and deletes update the mirror in place.
         """
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
-        matrix, ids = (None, []) if self.ann else self._mirror()
+        columns, ids = (None, []) if self.ann else self._mirror()
         if self.ann:  # built here, or found by the mirror's reload (another process built it)
             return [self._ann_search(v, limit) for v in vectors]
-        if matrix is None or not len(ids):
+        if columns is None or not len(ids):
             return [[] for _ in vectors]
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        sims = _product(matrix, (vectors / np.where(norms > 0, norms, 1.0)).T)
         k = min(limit, len(ids))
         out = []
-        for column in sims.T:
-            top = np.argpartition(-column, k - 1)[:k]
-            top = top[np.argsort(-column[top], kind="stable")]
-            out.append([(ids[i], float(column[i])) for i in top])
+        for sims in _similarities(columns, vectors / np.where(norms > 0, norms, 1.0)):
+            top = np.argpartition(sims, len(sims) - k)[len(sims) - k:]  # (no negated copy of the column)
+            top = top[np.argsort(-sims[top], kind="stable")]
+            out.append([(ids[i], float(sims[i])) for i in top])
         return out
 
     def _ann_search(self, vector: np.ndarray, limit: int) -> list[tuple[str, float]]:
@@ -197,10 +199,10 @@ class VectorIndex:
     def _mirror(self):
         with self._lock:
             if self._mirror_current():
-                return self._matrix, self._ids  # the table's version is asked at most every RELOAD_S
+                return self._columns, self._ids  # the table's version is asked at most every RELOAD_S
             version = self._table.version  # (a round trip through LanceDB's event loop: ~0.5 ms)
             self._checked_at = time.monotonic()
-            if self._matrix is None or version != self._mirror_version:
+            if self._columns is None or version != self._mirror_version:
                 if self._has_ann_index():  # another process built it: use it, hold no mirror
                     self.ann = True
                     return None, []
@@ -210,13 +212,15 @@ class VectorIndex:
                 flat = data.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
                 matrix = np.asarray(flat, dtype=np.float32).reshape(len(ids), self.dim) if ids else \
                     np.zeros((0, self.dim), dtype=np.float32)
-                self._matrix = _unit_rows(matrix)
+                norms = np.linalg.norm(matrix, axis=1)
+                self._columns = np.array(matrix.T, order="C")  # the one copy (writable): unit columns in place
+                self._columns /= np.where(norms == 0, 1.0, norms)
                 self._ids = ids
                 self._mirror_version = version
                 del data, flat, matrix
                 if len(ids) > 5000:  # Arrow's pool keeps the read's pages otherwise (~100 MB on sympy)
                     return_freed_memory()
-            return self._matrix, self._ids
+            return self._columns, self._ids
 
     def count(self) -> int:
         with self._lock:
@@ -238,7 +242,7 @@ class VectorIndex:
 
     def _mirror_current(self) -> bool:
         """The mirror is loaded and the table's version was asked within RELOAD_S (lock held)."""
-        return self._matrix is not None and time.monotonic() - self._checked_at <= RELOAD_S
+        return self._columns is not None and time.monotonic() - self._checked_at <= RELOAD_S
 
     def reset(self) -> None:
         """Drop every vector (the embedding model changed: old and new vectors do not compare)."""

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mcp_retrieval.indexers.chunk import chunk_file
 from mcp_retrieval.indexers.languages import language_for
-from mcp_retrieval.indexers.safe_read import read_inside, stat_inside
+from mcp_retrieval.indexers.safe_read import read_inside, stat_many
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts
 from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, file_sha256, read_source, size_limit
@@ -46,11 +46,13 @@ class FreshnessGate:
         self.max_file_bytes = max_file_bytes
 
     def check(self, paths: list[str]) -> dict[str, Fresh]:
-        return {path: self._check_one(path) for path in dict.fromkeys(paths)}
+        """Each path's state: one store read and one `stat` per file (folders resolved once)."""
+        paths = list(dict.fromkeys(paths))
+        records = self.store.files(paths)
+        stats = stat_many(self.root, paths)
+        return {path: self._state(path, records.get(path), stats[path]) for path in paths}
 
-    def _check_one(self, path: str) -> Fresh:
-        record = self.store.file(path)
-        st = stat_inside(self.root, path)
+    def _state(self, path: str, record, st) -> Fresh:
         if isinstance(st, str):
             return Fresh.DELETED
         if record is None:

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, read_inside
+from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, UNREADABLE, read_inside, stat_inside, stat_many
 from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval.indexers.walk import walk
 from mcp_retrieval.workspace import Workspace
@@ -106,6 +106,33 @@ def test_the_safe_reader_refuses_links_out_fifos_and_oversized_files(tmp_path):
     assert read_inside(root, "in_link", 1000).data == b"inside"
     assert read_inside(root, "pipe", 1000) == NOT_REGULAR
     assert read_inside(root, "big", 1000) == TOO_LARGE
+
+
+def test_stating_many_files_at_once_answers_as_one_at_a_time(tmp_path):
+    """`stat_many` resolves each folder once: a folder linked out, a file linked out or in, a
+    FIFO, a missing file and `..` get the verdict `stat_inside` gives each alone."""
+    root = (tmp_path / "root").resolve()
+    (root / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "key.py").write_text("secret")
+    (tmp_path / "out.txt").write_text("outside")
+    os.symlink(tmp_path / "private", root / "pkg" / "linked")
+    os.symlink(tmp_path / "out.txt", root / "pkg" / "out_link.py")
+    (root / "pkg" / "a.py").write_text("a")
+    (root / "pkg" / "sub" / "b.py").write_text("b")
+    os.symlink(root / "pkg" / "a.py", root / "pkg" / "sub" / "in_link.py")
+    os.mkfifo(root / "pkg" / "pipe")
+    (root / "top.py").write_text("top")
+    rels = ["pkg/a.py", "pkg/sub/b.py", "pkg/linked/key.py", "pkg/out_link.py", "pkg/sub/in_link.py",
+            "pkg/pipe", "pkg/gone.py", "top.py", "pkg/../../out.txt", "pkg/sub", ".."]
+    many = stat_many(root, rels)
+
+    def verdict(st):
+        return st if isinstance(st, str) else (st.st_ino, st.st_size)
+    assert {r: verdict(many[r]) for r in rels} == {r: verdict(stat_inside(root, r)) for r in rels}
+    assert many["pkg/linked/key.py"] == OUTSIDE_ROOT and many["pkg/out_link.py"] == OUTSIDE_ROOT
+    assert many["pkg/pipe"] == NOT_REGULAR and many["pkg/gone.py"] == UNREADABLE
+    assert many["pkg/sub/in_link.py"].st_size == 1
 
 
 @pytest.mark.timeout(120)

@@ -54,7 +54,7 @@ def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_p
     index.upsert([f"c{i}" for i in range(1200)], [f"p{i % 50}.py" for i in range(1200)], vectors)
     assert index.search(vectors[7], 3)[0][0] == "c7" and not index.ann  # exact mirror below the threshold
     index.optimize()
-    assert index.ann and index._matrix is None
+    assert index.ann and index._columns is None
     hits = index.search(vectors[7], 5)
     assert hits[0][0] == "c7" and hits[0][1] > 0.99
     index.delete_paths(["p7.py"])  # c7 lives in p7.py
