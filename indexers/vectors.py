@@ -73,6 +73,23 @@ def _similarities(columns: np.ndarray, vectors: np.ndarray) -> list[np.ndarray]:
     return [np.concatenate([a, b]) for a, b in zip(first, other.result())]
 
 
+def _top(sims: np.ndarray, k: int) -> np.ndarray:
+    """The positions of the `k` largest values, largest first. Over a long column the values at
+    or above the (k/4)-th largest of every 16th are the few hundred to partition (a full
+    `argpartition` of sympy's 41k costs ~0.3 ms, this ~0.03); when fewer than `k` pass, the whole
+    column is partitioned, so the result is always exact."""
+    n = len(sims)
+    if n > 64 * k:
+        sample = sims[::16]
+        thresh = np.partition(sample, len(sample) - max(1, k // 4))[len(sample) - max(1, k // 4)]
+        passed = np.flatnonzero(sims >= thresh)
+        if len(passed) >= k:
+            top = passed[np.argpartition(sims[passed], len(passed) - k)[len(passed) - k:]]
+            return top[np.argsort(-sims[top], kind="stable")]
+    top = np.argpartition(sims, n - k)[n - k:]
+    return top[np.argsort(-sims[top], kind="stable")]
+
+
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
@@ -184,8 +201,7 @@ class VectorIndex:
         k = min(limit, len(ids))
         out = []
         for sims in _similarities(columns, vectors / np.where(norms > 0, norms, 1.0)):
-            top = np.argpartition(sims, len(sims) - k)[len(sims) - k:]  # (no negated copy of the column)
-            top = top[np.argsort(-sims[top], kind="stable")]
+            top = _top(sims, k)
             out.append([(ids[i], float(sims[i])) for i in top])
         return out
 

@@ -44,14 +44,19 @@ FileKey = tuple[str, str]  # (root name, path in that root)
 # ASCII punctuation and spaces to spaces: split() then yields `\w+`'s words (a non-ASCII symbol
 # stays inside its word), at half the cost of a regular expression
 _NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
+_NOT_WORD_BYTES = bytes(c if c >= 128 or chr(c).isalnum() or c == ord("_") else 32 for c in range(256))
 
 
 @functools.lru_cache(maxsize=20_000)
 def word_shingles(text: str) -> frozenset[int]:
     """Hashed 3-grams of the text's lowercased words. Copies of a file differ in whole words, so
     the identifier splitting of `assemble.shingles` (MMR's measure) is not needed to find them,
-    and it cost 4x (docs/BENCHMARKS-history.md 10b). Words split by `str.translate`
-    (half a regular expression's cost) and grams hashed by `assemble.gram_set`."""
+    and it cost 4x (docs/BENCHMARKS-history.md 10b). Words split by `translate` (half a regular
+    expression's cost), as bytes for an ASCII text (half again: a byte table; an ASCII word's
+    bytes hash as its `str` does, so both paths give the same grams), grams hashed by
+    `assemble.gram_set`."""
+    if text.isascii():
+        return gram_set(text.encode("ascii").lower().translate(_NOT_WORD_BYTES).split())
     return gram_set(text.lower().translate(_NOT_WORD).split())
 
 

@@ -47,6 +47,26 @@ def test_several_vectors_searched_at_once_match_each_searched_alone_and_brute_fo
         assert [h[0] for h in hits] == [f"c{i}" for i in np.argsort(-(unit_rows @ (q / np.linalg.norm(q))))[:7]]
 
 
+def test_the_shortcut_to_the_best_of_a_long_column_is_exact_on_every_shape_of_column():
+    """`_top` partitions only the values above a sample's threshold: on columns whose best values
+    all sit off the sample, on the sample, tied, or random, it finds the same values as a full sort."""
+    from mcp_retrieval.indexers.vectors import _top
+
+    rng = np.random.default_rng(3)
+    n, k = 20_000, 60
+    columns = [rng.normal(size=n), np.zeros(n), np.round(rng.normal(size=n), 1)]
+    off_sample = np.zeros(n)
+    off_sample[np.arange(1, n, 16)[:k]] = np.arange(1, k + 1)
+    on_sample = np.zeros(n)
+    on_sample[np.arange(0, n, 16)[:k // 8]] = 5.0  # fewer than k pass the threshold: the full path
+    columns += [off_sample, on_sample]
+    for sims in columns:
+        sims = sims.astype(np.float32)
+        top = _top(sims, k)
+        assert len(set(top.tolist())) == k
+        assert np.array_equal(sims[top], np.sort(sims)[::-1][:k])
+
+
 def test_past_the_threshold_an_ann_index_answers_and_the_mirror_is_dropped(tmp_path):
     rng = np.random.default_rng(3)
     vectors = rng.normal(size=(1200, 384)).astype(np.float32)
