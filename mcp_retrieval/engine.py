@@ -276,11 +276,12 @@ class Engine:
     @rules.enforced(lambda self: self.config.rules)
     def _rank(self, query, active_files, sub_queries, path_prefix, stages: StageLog | None = None,
               graph: bool | None = None, host: HostOutcome | None = None, recent_turns=(),
-              pool_size: int | None = None, keep_plain_pool: bool = False) -> Ranked:
+              pool_size: int | None = None, keep_plain_pool: bool = False, structural: bool = True) -> Ranked:
         return rank(query, config=self.config, retriever=self.retriever, graph_loader=self.graph,
                     reranker=self.reranker, active_files=active_files, sub_queries=sub_queries,
                     path_prefix=path_prefix, host=host, stages=stages, graph=graph, history=self.history,
-                    recent_turns=recent_turns, pool_size=pool_size, keep_plain_pool=keep_plain_pool)
+                    recent_turns=recent_turns, pool_size=pool_size, keep_plain_pool=keep_plain_pool,
+                    structural=structural)
 
     def evidence(self, query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
         """What `know`/`miss` is decided on (also read by `bench calibrate`)."""
@@ -306,9 +307,11 @@ class Engine:
         if (miss := self._empty_miss()) is not None:
             return Gathered(self, None, [], miss)
         graph = self.config.graph and self.config.graph_in_packet if for_packet else None
-        # `packet`'s file ranker learned on pools without vectors: there the dense tiers only add
+        # `packet`'s file ranker learned on pools without vectors: there the dense tiers only add;
+        # and it weighs what the rerank stage's structural factors encode (test, prose, names)
         ranked = self._rank(query, active, subs, prefix, stages, graph=graph, host=host, recent_turns=recent_turns,
-                            pool_size=pool_size, keep_plain_pool=for_packet and rules.current().vectors_only_add)
+                            pool_size=pool_size, keep_plain_pool=for_packet and rules.current().vectors_only_add,
+                            structural=not (for_packet and rules.current().file_ranker_weighs_structure))
         candidates, dropped = ranked.candidates, 0
         if not for_packet:
             with stages.run("freshness") as st:

@@ -38,7 +38,7 @@ BASE_FEATURES = (
     "file_rank_inv",   # 1 / (1 + the file's place by best chunk), 1 for the first file
     "chunks_log",      # log(1 + its chunks in the pool)
     *(f"tier_{t}" for t in TIERS),  # 1 / the best rank that tier gave any of its chunks (0: not found)
-    "test",            # a test file or test definition
+    "test",            # a test file or test definition (not one defining the identifier the question is)
     "prose",           # documentation (markdown, rst, text)
     "aside",           # under docs/, examples/, vendor/, scripts/, build/ ...
     "minority_lang",   # not the language most of the pool is in
@@ -146,7 +146,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         exact = exact or (is_identifier and stem.lower() == name)
         row = [scores[0] / top, scores[1] / top, scores[2] / top, 1.0 / (1 + place[key]), math.log1p(len(chunks)),
                *tiers,
-               float(is_test_chunk(path, best.chunk.symbol, best.chunk.language)),
+               float(is_test_chunk(path, best.chunk.symbol, best.chunk.language) and not exact),
                float(best.chunk.language in PROSE_LANGUAGES),
                float(bool(_ASIDE.search(path))),
                float(bool(majority) and best.chunk.language != majority),

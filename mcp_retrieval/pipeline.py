@@ -48,7 +48,8 @@ class Ranked:
 def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, reranker, active_files: list[str],
          sub_queries: list[str] | None, path_prefix: str | None, host: HostOutcome | None = None,
          stages: StageLog | None = None, graph: bool | None = None, history=None,
-         recent_turns: Sequence[str] = (), pool_size: int | None = None, keep_plain_pool: bool = False) -> Ranked:
+         recent_turns: Sequence[str] = (), pool_size: int | None = None, keep_plain_pool: bool = False,
+         structural: bool = True) -> Ranked:
     stages = stages or StageLog()
     set_aside = comments = 0
     if rules.current().template_comments_set_aside:  # the template's instructions are no part of the report
@@ -137,6 +138,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                     similarity_decides=semantic and getattr(retriever.embedder, "similarity_decides", True))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
     signals = signals_for(query, anchored_files, qclass.name)
+    signals.structural = structural
     if recent_turns:
         signals.turn_files, signals.turn_names = _turn_anchors(retriever, recent_turns)
     _rerank_stage(result, reranker, signals, path_prefix or understanding.path_prefix)

@@ -3,7 +3,9 @@
 Default (`zscore`, seed 003's floor): each tier's raw scores are re-normalised to z-scores over
 the pool and blended with the fused rank score, then structural signals apply — chunks in
 files the question names, chunks defining names it uses, and demotion of test and prose files
-for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic.
+for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic. For
+`packet` only the conversation's signal applies (`RerankSignals.structural`): its learned file
+ranker weighs the rest as features (docs/BENCHMARKS.md 43b).
 
 `cross-encoder`: fastembed's TextCrossEncoder from a folder the user supplies (no weights are
 obtainable offline here); scores (original query, chunk) pairs over the head of the pool. Any
@@ -78,6 +80,10 @@ class RerankSignals:
     # named; read here only, never by retrieval
     turn_files: set[str] = field(default_factory=set)
     turn_names: set[str] = field(default_factory=set)
+    # the structural factors below weigh in (`context`); off for `packet`, whose learned file
+    # ranker weighs tests, prose, named files and definitions as features and did as well
+    # without them (BENCHMARKS 43b): there only the conversation's factor stays (the contract's)
+    structural: bool = True
 
 
 def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
@@ -129,19 +135,25 @@ def _marked_deprecated(sha256: str, text: str) -> bool:
     return found
 
 
+def _named_in_conversation(c: Candidate, s: RerankSignals) -> bool:
+    return c.chunk.path in s.turn_files or bool(c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names)
+
+
 def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
     factor, why = 1.0, []
     if c.chunk.path in s.anchored_files:
-        factor *= w.anchored_file_factor
+        factor *= w.anchored_file_factor if s.structural else 1.0
         why.append("file named in the question")
     if "symbol" in c.raw:
-        factor *= w.symbol_factor
+        factor *= w.symbol_factor if s.structural else 1.0
         why.append("defines a name in the question")
     if "message" in c.raw:
         why.append("holds a message the question quotes, verbatim (or declares an option it names)")
-    if c.chunk.path in s.turn_files or (c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names):
+    if _named_in_conversation(c, s):
         factor *= w.turn_factor
         why.append("named in the recent conversation")
+    if not s.structural:  # `packet`: the evidence named, only the conversation's factor (a contract)
+        return factor, why
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):

@@ -40,8 +40,9 @@ def test_rules_in_force_are_the_blocks_own_and_restored_after_it():
 
 
 def _test_share(engine) -> float:
-    """The test file's best score as a share of the code file's, in the engine's ranked pool."""
-    gathered = engine.gather(REPORT, [], [], None, StageLog(), for_packet=True)
+    """The test file's best score as a share of the code file's, in the engine's ranked pool for
+    `context` (`packet` leaves the structural factors to its file ranker)."""
+    gathered = engine.gather(REPORT, [], [], None, StageLog())
     best = {}
     for c in gathered.candidates:
         best[c.chunk.path] = max(best.get(c.chunk.path, 0.0), c.score)
