@@ -117,7 +117,12 @@ class Window:
     tokens: int = 0
 
 
-@functools.lru_cache(maxsize=20_000)
+# A chunk's shingle set costs ~12 KB with its text: 20,000 of them grew a server on sympy past
+# 850 MB in 600 questions (docs/BENCHMARKS.md 43c). 4,096 hold ~50 questions' pools.
+SHINGLE_CACHE = 4096
+
+
+@functools.lru_cache(maxsize=SHINGLE_CACHE)
 def shingles(text: str) -> frozenset[int]:
     """Hashed 3-grams of the text's terms (cached: the same chunks recur across calls)."""
     return gram_set(terms(text))

@@ -25,7 +25,7 @@ import math
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 
-from mcp_retrieval.assemble import gram_set, jaccard
+from mcp_retrieval.assemble import SHINGLE_CACHE, gram_set, jaccard
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -47,7 +47,7 @@ _NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnu
 _NOT_WORD_BYTES = bytes(c if c >= 128 or chr(c).isalnum() or c == ord("_") else 32 for c in range(256))
 
 
-@functools.lru_cache(maxsize=20_000)
+@functools.lru_cache(maxsize=SHINGLE_CACHE)  # bounded for memory, as `assemble.shingles`
 def word_shingles(text: str) -> frozenset[int]:
     """Hashed 3-grams of the text's lowercased words. Copies of a file differ in whole words, so
     the identifier splitting of `assemble.shingles` (MMR's measure) is not needed to find them,
