@@ -1,8 +1,9 @@
 """Configuration, resolved argument > environment > default (and written down once, here).
 
 Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
-cache), MCP_RETRIEVAL_EMBEDDER (`minilm` default; `static` for the distilled token table of
-`indexers.static`, vectors in seconds; `none` for lexical only),
+cache), MCP_RETRIEVAL_EMBEDDER (`static` default: the distilled token table of `indexers.static`,
+vectors in seconds; `minilm` for the transformer, a little more precise and minutes to embed a
+large repository, docs/BENCHMARKS.md 43d; `none` for lexical only),
 MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
 MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
 `indexers.embed`), MCP_RETRIEVAL_FILE_RANKER (`learned` default; `hand` orders `packet`'s files
@@ -43,7 +44,7 @@ class Config:
     root: Path
     index_dir: Path
     cache_dir: Path
-    embedder: str = "minilm"  # minilm | static | none (| hash, for tests)
+    embedder: str = "static"  # static | minilm | none (| hash, for tests)
     cross_encoder_dir: Path | None = None
     # retrieval
     pool_size: int = 60
@@ -93,7 +94,7 @@ class Config:
         cache = Path(os.environ.get("MCP_RETRIEVAL_CACHE_DIR") or cache_home() / "cache").expanduser().resolve()
         ce = os.environ.get("MCP_RETRIEVAL_CROSS_ENCODER")
         cfg = cls(root=root_path, index_dir=index, cache_dir=cache,
-                  embedder=os.environ.get("MCP_RETRIEVAL_EMBEDDER", "minilm"),
+                  embedder=os.environ.get("MCP_RETRIEVAL_EMBEDDER", "static"),
                   cross_encoder_dir=Path(ce).expanduser() if ce else None,
                   file_ranker=os.environ.get("MCP_RETRIEVAL_FILE_RANKER", "learned") != "hand")
         for key, value in overrides.items():

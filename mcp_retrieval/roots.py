@@ -6,7 +6,7 @@ work tree (the current directory outside git).
 
     roots = ["services/api", "client=../client-lib"]   # relative to the file's folder
     [settings]
-    embedder = "minilm"        # minilm | none
+    embedder = "static"        # static | minilm | none
     understand = "off"         # off | sampling
     understand_budget = 20
 

@@ -75,7 +75,9 @@ def test_a_root_added_to_the_configuration_is_indexed_alone_on_reindex(workspace
 
 
 def test_roots_share_one_embedding_model_and_a_question_is_embedded_once(workspace, tmp_path, monkeypatch):
+    """MiniLM (selectable; the static default costs ~0.1 ms a question and caches nothing)."""
     monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCP_RETRIEVAL_EMBEDDER", "minilm")
     lib = make_client_lib(tmp_path / "client-lib")
     spec = resolve_workspace([f"shop={workspace}", str(lib)], cwd=tmp_path)
     ws = open_workspace(spec, persist_sessions=False)  # the real model, loaded as `serve` loads it

@@ -87,7 +87,7 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
 
 
 def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *, no_dense: bool,
-                  max_priority: int | None = None, embedder: str = "minilm"):
+                  max_priority: int | None = None, embedder: str = "static"):
     """The Engine and whole-file BM25 of `row`'s repository, put at its base commit and indexed
     (incrementally), with the history read at that commit from the repository's git directory,
     as on a user's clone: nothing later is visible. `engines` caches them per repository;

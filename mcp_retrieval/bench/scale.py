@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default=None, help="folder for the cold index and cache (default: temporary)")
     ap.add_argument("--queries", default=None, help="one question per line (default: drawn from the index)")
     ap.add_argument("--no-dense", action="store_true")
-    ap.add_argument("--embedder", choices=("minilm", "static"), default="minilm", help="the dense tier's model")
+    ap.add_argument("--embedder", choices=("static", "minilm"), default="static", help="the dense tier's model")
     ap.add_argument("--cache-dir", default=None, help="reuse this embedding cache (index still cold)")
     ap.add_argument("--code-only", action="store_true", help="embed source chunks only (tests, prose pending)")
     args = ap.parse_args(argv)

@@ -63,7 +63,7 @@ def ndcg10(results: list[tuple[str, int, int]], targets: list[tuple[str, int | N
     return dcg / ideal
 
 
-def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: str = "minilm"):
+def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: str = "static"):
     from mcp_retrieval.bench.checkout import checkout
     from mcp_retrieval.config import Config
     from mcp_retrieval.engine import Engine
@@ -93,7 +93,7 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: s
 
 
 def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors: bool,
-             embedder: str = "minilm") -> dict:
+             embedder: str = "static") -> dict:
     opened, note = _open_repo(repo, mirrors, work, vectors, embedder)
     if opened is None:
         return {"name": repo["name"], "language": repo["language"], "skipped": note}
@@ -158,7 +158,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--mirrors", default="/work/.mirror", help="folder of owner+name/repo git directories")
     ap.add_argument("--work", default="/tmp/mcp-retrieval-semble")
     ap.add_argument("--vectors", action="store_true", help="with the dense tier (embeds every chunk first)")
-    ap.add_argument("--embedder", default="minilm", choices=["minilm", "static"], help="the dense tier's model")
+    ap.add_argument("--embedder", default="static", choices=["static", "minilm"], help="the dense tier's model")
     ap.add_argument("--only", default=None, help="comma-separated repository names")
     ap.add_argument("--out", default=None, help="per-query results as JSON lines")
     args = ap.parse_args(argv)
