@@ -150,6 +150,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--budgets", default="1000,4000", help="context windows' budgets")
     ap.add_argument("--per-repo", type=int, default=None)
     ap.add_argument("--dense", action="store_true", help="embed source chunks (default: no vectors, fast)")
+    ap.add_argument("--embedder", choices=("static", "minilm"), default="static", help="the dense tier's model, with --dense")
     ap.add_argument("--out", default=None, help="per-question results as JSON lines")
     args = ap.parse_args(argv)
     try:  # each has `set(arm, engine)`: a module switch ignores the engine, a weight is the engine's
@@ -166,7 +167,7 @@ def main(argv: list[str]) -> int:
     try:
         for row in rows:
             engine, _, _, _ = open_instance(row, repos, work, engines, no_dense=not args.dense,
-                                            max_priority=0 if args.dense else None)
+                                            max_priority=0 if args.dense else None, embedder=args.embedder)
             if args.tool == "context":
                 engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
             result = {"instance_id": row["instance_id"], "repo": row["repo"]}
