@@ -4,8 +4,8 @@ Default (`zscore`, seed 003's floor): each tier's raw scores are re-normalised t
 the pool and blended with the fused rank score, then structural signals apply — chunks in
 files the question names, chunks defining names it uses, and demotion of test and prose files
 for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic. For
-`packet` only the conversation's signal applies (`RerankSignals.structural`): its learned file
-ranker weighs the rest as features (docs/BENCHMARKS.md 43b).
+`packet` only the test demotion and the conversation's signal apply (`RerankSignals.structural`):
+its learned file ranker weighs the rest as features (docs/BENCHMARKS.md 43b).
 
 `cross-encoder`: fastembed's TextCrossEncoder from a folder the user supplies (no weights are
 obtainable offline here); scores (original query, chunk) pairs over the head of the pool. Any
@@ -81,8 +81,9 @@ class RerankSignals:
     turn_files: set[str] = field(default_factory=set)
     turn_names: set[str] = field(default_factory=set)
     # the structural factors below weigh in (`context`); off for `packet`, whose learned file
-    # ranker weighs tests, prose, named files and definitions as features and did as well
-    # without them (BENCHMARKS 43b): there only the conversation's factor stays (the contract's)
+    # ranker weighs prose, asides, named files and definitions as features and did as well
+    # without them (BENCHMARKS 43b): there only the conversation's factor (the contract's) and
+    # the test chunks' demotion stay (a test module inside a source file is no file feature)
     structural: bool = True
 
 
@@ -152,13 +153,13 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if _named_in_conversation(c, s):
         factor *= w.turn_factor
         why.append("named in the recent conversation")
-    if not s.structural:  # `packet`: the evidence named, only the conversation's factor (a contract)
-        return factor, why
     if s.exact_lookup and "symbol" in c.raw:
         return factor, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
         factor *= w.prose_factor_bug_report if s.bug_report and rules.current().tests_as_prose_in_reports else w.test_factor
         why.append("test code, ranked after code")
+    if not s.structural:  # `packet`: the conversation's factor (a contract) and the test chunks'
+        return factor, why  # demotion (a file-level feature cannot see Rust's inline test modules)
     if c.chunk.priority == PRIORITY_LAST:
         factor *= w.generated_factor
         why.append("generated file, ranked after hand-written code")

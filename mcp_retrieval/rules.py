@@ -38,8 +38,8 @@ class Rules:
     top_package_is_no_module_anchor: bool = True  # `import sympy` points at no module (21b)
     # the pool (pipeline)
     vectors_only_add: bool = True  # `packet`: with vectors the pool is the one without them plus the dense tiers' finds (42h)
-    # `packet`: the rerank stage's structural factors (test, prose, generated, deprecated, named
-    # file or definition, report rules below) are left to the learned file ranker (43b)
+    # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
+    # deprecated, named file or definition, report rules below) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
     # the rerank stage's structural signals, for pasted reports (rerank)
     reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
