@@ -130,9 +130,7 @@ class Store:
                                     f"({','.join('?' * len(paths[i: i + 500]))})", paths[i: i + 500])}
 
     def file(self, path: str) -> FileRecord | None:
-        with self._lock:
-            row = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files WHERE path=?", (path,)).fetchone()
-        return FileRecord(*row) if row else None
+        return self.files([path]).get(path)
 
     def touch_files(self, records: Sequence[FileRecord]) -> None:
         """Same content, new stat: update size/mtime only."""

@@ -78,15 +78,14 @@ def _top(sims: np.ndarray, k: int) -> np.ndarray:
     or above the (k/4)-th largest of every 16th are the few hundred to partition (a full
     `argpartition` of sympy's 41k costs ~0.3 ms, this ~0.03); when fewer than `k` pass, the whole
     column is partitioned, so the result is always exact."""
-    n = len(sims)
-    if n > 64 * k:
-        sample = sims[::16]
-        thresh = np.partition(sample, len(sample) - max(1, k // 4))[len(sample) - max(1, k // 4)]
-        passed = np.flatnonzero(sims >= thresh)
-        if len(passed) >= k:
-            top = passed[np.argpartition(sims[passed], len(passed) - k)[len(passed) - k:]]
-            return top[np.argsort(-sims[top], kind="stable")]
-    top = np.argpartition(sims, n - k)[n - k:]
+    among = None  # positions to partition; None: all of them
+    if len(sims) > 64 * k:
+        sample, m = sims[::16], max(1, k // 4)
+        passed = np.flatnonzero(sims >= np.partition(sample, len(sample) - m)[len(sample) - m])
+        among = passed if len(passed) >= k else None
+    values = sims if among is None else sims[among]
+    top = np.argpartition(values, len(values) - k)[len(values) - k:]
+    top = top if among is None else among[top]
     return top[np.argsort(-sims[top], kind="stable")]
 
 
