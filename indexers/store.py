@@ -21,6 +21,7 @@ from mcp_retrieval.indexers.languages import is_test_chunk
 PRIORITY_LAST = 3  # embed order: 0 code, 1 tests, 2 prose, 3 generated (see `embed_priority`)
 
 SCHEMA_VERSION = 2
+IN_BATCH = 500  # values of one `IN (...)` list (`Store._rows_in`)
 
 _DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT);
@@ -125,9 +126,7 @@ class Store:
             with self._lock:
                 rows = self._db.execute("SELECT path, size, mtime_ns, sha256 FROM files").fetchall()
             return {r[0]: FileRecord(*r) for r in rows}
-        return {r[0]: FileRecord(*r) for i in range(0, len(paths), 500)
-                for r in self.query("SELECT path, size, mtime_ns, sha256 FROM files WHERE path IN "
-                                    f"({','.join('?' * len(paths[i: i + 500]))})", paths[i: i + 500])}
+        return {r[0]: FileRecord(*r) for r in self._rows_in("SELECT path, size, mtime_ns, sha256 FROM files", "path", paths)}
 
     def file(self, path: str) -> FileRecord | None:
         return self.files([path]).get(path)
@@ -169,15 +168,7 @@ class Store:
 
     # --- chunks ------------------------------------------------------------------------
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, StoredChunk]:
-        out: dict[str, StoredChunk] = {}
-        ids = list(ids)
-        with self._lock:
-            for i in range(0, len(ids), 500):
-                part = ids[i: i + 500]
-                marks = ",".join("?" * len(part))
-                for row in self._db.execute(f"SELECT {_READ_COLUMNS} FROM chunks WHERE id IN ({marks})", part):
-                    out[row[0]] = _stored(row)
-        return out
+        return {row[0]: _stored(row) for row in self._rows_in(f"SELECT {_READ_COLUMNS} FROM chunks", "id", ids)}
 
     def chunks_for_path(self, path: str) -> list[StoredChunk]:
         with self._lock:
@@ -201,12 +192,8 @@ class Store:
     def chunk_spans(self, paths: Sequence[str]) -> dict[str, list[tuple[int, int, str]]]:
         """path -> (start line, end line, id) of each of its chunks."""
         spans: dict[str, list[tuple[int, int, str]]] = {}
-        paths = list(paths)
-        for i in range(0, len(paths), 500):
-            part = paths[i: i + 500]
-            for cid, path, start, end in self.query(f"SELECT id, path, start_line, end_line FROM chunks WHERE path "
-                                                    f"IN ({','.join('?' * len(part))})", part):
-                spans.setdefault(path, []).append((start, end, cid))
+        for cid, path, start, end in self._rows_in("SELECT id, path, start_line, end_line FROM chunks", "path", paths):
+            spans.setdefault(path, []).append((start, end, cid))
         return spans
 
     def ids_in_languages(self, ids: Sequence[str], languages: Sequence[str]) -> set[str]:
@@ -282,6 +269,14 @@ class Store:
             return [r[0] for r in self._db.execute("SELECT path FROM files ORDER BY path")]
 
     # --- symbols and graph -------------------------------------------------------------
+    def _rows_in(self, select: str, column: str, values: Sequence) -> Iterator[tuple]:
+        """The rows of `select ... WHERE column IN values`, asked IN_BATCH values at a time (SQLite
+        builds before 3.32 take at most 999 parameters a statement)."""
+        values = list(values)
+        for i in range(0, len(values), IN_BATCH):
+            part = values[i: i + IN_BATCH]
+            yield from self.query(f"{select} WHERE {column} IN ({','.join('?' * len(part))})", part)
+
     def query(self, sql: str, params: Sequence = ()) -> list[tuple]:
         """Read-only SQL under the store's lock: for the methods here and for the benchmarks; the
         server's query modules call the named methods instead, so the schema lives in this file."""
