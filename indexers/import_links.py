@@ -28,7 +28,7 @@ from mcp_retrieval.indexers.analysis import CAMEL_BOUNDARY
 from mcp_retrieval.indexers.languages import SOURCE_EXTENSION
 
 _RUST_ROOTS = ("crate", "self", "super")
-_C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
+C_INCLUDE = re.compile(r"\.(h|hh|hpp|hxx|c|cc|cpp|cxx|inl|ipp)$")
 _RUST_MODULE_FILES = ("mod.rs", "lib.rs", "main.rs")
 # Importers whose dotted specs name files by their language's own convention (Elixir modules,
 # Zig files), not as Python modules: the graph resolves their imports through `module_paths` too.
@@ -41,7 +41,7 @@ def elixir_file_stem(module: str) -> str:
     return "/".join(CAMEL_BOUNDARY.sub("_", part).lower() for part in module.split("."))
 
 
-def _strip_extension(path: str) -> str:
+def strip_extension(path: str) -> str:
     return SOURCE_EXTENSION.sub("", path)
 
 
@@ -61,12 +61,12 @@ def _spec_paths(spec: str, importer: str) -> list[str]:
     if importer.endswith((".ex", ".exs")):
         return [elixir_file_stem(spec)]
     if spec.endswith(".zig"):  # Zig imports a file by its path from the importer
-        return [posixpath.normpath(posixpath.join(folder, _strip_extension(spec)))]
+        return [posixpath.normpath(posixpath.join(folder, strip_extension(spec)))]
     if _SHELL_VARIABLE_FOLDER.match(spec):  # `source "${BASH_IT}/lib/x.bash"`: the root is unknown
-        return [_strip_extension(_SHELL_VARIABLE_FOLDER.sub("", spec))]
+        return [strip_extension(_SHELL_VARIABLE_FOLDER.sub("", spec))]
     if "::" in spec:  # Rust: `crate::` from any file, `self::`/`super::` from the importer's module
         parts = [p for p in spec.split("{")[0].split("::") if p and p != "*"]
-        own = folder if posixpath.basename(importer) in _RUST_MODULE_FILES else _strip_extension(importer)
+        own = folder if posixpath.basename(importer) in _RUST_MODULE_FILES else strip_extension(importer)
         relative = parts[:1] in (["self"], ["super"])
         base = own
         while parts and parts[0] in _RUST_ROOTS:
@@ -80,12 +80,12 @@ def _spec_paths(spec: str, importer: str) -> list[str]:
         parts = [p for p in spec.split("\\") if p]
         return ["/".join(parts)] + (["/".join(parts[1:])] if len(parts) > 1 else [])
     if spec.startswith(("./", "../")):  # JS/TS relative path
-        return [posixpath.normpath(posixpath.join(folder, _strip_extension(spec)))]
-    if _C_INCLUDE.search(spec):  # `#include "x.h"`: beside the importer first, else anywhere
-        stem = _strip_extension(spec).lstrip("/")
+        return [posixpath.normpath(posixpath.join(folder, strip_extension(spec)))]
+    if C_INCLUDE.search(spec):  # `#include "x.h"`: beside the importer first, else anywhere
+        stem = strip_extension(spec).lstrip("/")
         return [posixpath.normpath(posixpath.join(folder, stem)), stem]
     if "/" in spec:  # Go package path (`github.com/acme/app/core/stat`), JS package subpath
-        return [_strip_extension(spec).lstrip("/")]
+        return [strip_extension(spec).lstrip("/")]
     module, _, name = spec.partition(":")
     if module.startswith("."):  # Python relative: one dot is the importer's package
         dots = len(module) - len(module.lstrip("."))

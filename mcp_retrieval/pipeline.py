@@ -137,8 +137,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                     has_vectors=semantic, pool_size=len(candidates), query=query,
                     similarity_decides=semantic and getattr(retriever.embedder, "similarity_decides", True))
     _graph_stage(result, retriever, graph_loader, config, config.graph if graph is None else graph)
-    signals = signals_for(query, anchored_files, qclass.name)
-    signals.structural = structural
+    signals = signals_for(query, anchored_files, qclass.name, structural)
     if recent_turns:
         signals.turn_files, signals.turn_names = _turn_anchors(retriever, recent_turns)
     _rerank_stage(result, reranker, signals, path_prefix or understanding.path_prefix)

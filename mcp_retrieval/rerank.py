@@ -87,7 +87,7 @@ class RerankSignals:
     structural: bool = True
 
 
-def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> RerankSignals:
+def signals_for(query: str, anchored_files: Sequence[str], query_class: str, structural: bool = True) -> RerankSignals:
     # A bug report mentioning "docs" is still about code; so is a pasted issue, whatever its words.
     bug_report = query_class == "debug" or len(query) >= PASTED_ISSUE_CHARS
     return RerankSignals(query=query, anchored_files=set(anchored_files),
@@ -95,7 +95,7 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str) -> 
                                                       and not _DOCS_QUERY.search(query)),
                          bug_report=bug_report, exact_lookup=query_class == "identifier",
                          about_tests=_about_tests(query, anchored_files, bug_report),
-                         about_deprecation=bool(_DEPRECATION_QUERY.search(query)))
+                         about_deprecation=bool(_DEPRECATION_QUERY.search(query)), structural=structural)
 
 
 def _about_tests(query: str, anchored_files: Sequence[str], bug_report: bool) -> bool:

@@ -3,7 +3,7 @@ as the tests of each language's import forms read them."""
 
 import posixpath
 
-from mcp_retrieval.indexers.import_links import _C_INCLUDE, _strip_extension, module_paths
+from mcp_retrieval.indexers.import_links import C_INCLUDE, strip_extension, module_paths
 
 
 def _ends_with(path: str, suffix: str) -> bool:
@@ -28,7 +28,7 @@ class Imports:
         self.exact: set[str] = set()  # dotted module paths: matched as suffixes of the file
         self.loose: list[str] = []  # path-shaped: either may be the suffix of the other
         for spec in specs:
-            loose = "/" in spec and not spec.startswith(".") or bool(_C_INCLUDE.search(spec))
+            loose = "/" in spec and not spec.startswith(".") or bool(C_INCLUDE.search(spec))
             for path in module_paths(spec, importer):
                 if loose:
                     self.loose.append(path)
@@ -38,7 +38,7 @@ class Imports:
     def __contains__(self, candidate: str) -> bool:
         if candidate == self.importer:
             return False
-        stem = _strip_extension(candidate)
+        stem = strip_extension(candidate)
         forms = [stem]
         if candidate.endswith(("/__init__.py", "/mod.rs", "/init.lua")) or candidate.endswith(".go"):
             if package := posixpath.dirname(candidate):
