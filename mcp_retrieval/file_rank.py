@@ -8,10 +8,9 @@ file ranker (`file_scorer`); the hand-set file score here serves `context`'s fil
 match: the extra is bounded at 35% of the best). Either way each file shows at most `per_file`
 chunks before the next file gets its turn.
 
-With the hand-set score, in Go and Rust a folder is a package: a file with its own evidence gains
-a share of the strongest other head file of its folder, so the second file of a package-local fix
-climbs (not in other languages, where the same lift cost C/C++ and Java more than it gave:
-docs/BENCHMARKS-history.md 9a; the learned ranker weighs it as `folder_head`).
+The Go/Rust folder lift that ran after the hand-set score (a file gained a share of the strongest
+other head file of its package: docs/BENCHMARKS-history.md 9a) is the learned ranker's
+`folder_head` feature now, and gone from the hand-set fallback (docs/BENCHMARKS.md 44b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
 Pure: no I/O.
@@ -23,17 +22,13 @@ import bisect
 import functools
 import math
 from collections.abc import Callable, Sequence
-from pathlib import PurePosixPath
 
 from mcp_retrieval.assemble import SHINGLE_CACHE, gram_set, jaccard
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
 THIRD_HIT_SHARE = 0.10
-SIBLING_SHARE = 0.3  # a Go/Rust file gains this share of the best head file in its own folder (package)
-SIBLING_HEAD = 5
 COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
-SIBLING_SUFFIXES = (".go", ".rs")  # a folder is a package (Go) or a module tree (Rust)
 FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
 
@@ -90,6 +85,18 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
 
+def with_learned_file_evidence(candidates: Sequence[Candidate],
+                               learned: Callable[[Sequence[Candidate]], dict[FileKey, float]]) -> list[Candidate]:
+    """`with_file_evidence`, each chunk then scaled by its file's learned share (1 for the best
+    file): what the file ranker weighs (test, prose, names, folder) decides between files as in
+    `packet`, while a file's other hits still lift its chunks."""
+    shares = learned(candidates)
+    ranked = with_file_evidence(candidates)
+    for c in ranked:
+        c.score *= shares.get((c.root, c.chunk.path), 0.0)
+    return sorted(ranked, key=lambda c: (-c.score, c.root, c.chunk.id))
+
+
 def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:
     """Candidates in order, without any whose shingles reach `threshold` Jaccard similarity with
     one kept before. Sets whose sizes differ by more than the threshold's ratio cannot reach it, so
@@ -109,22 +116,6 @@ def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> l
     return kept
 
 
-def _lift_siblings(scores: dict[FileKey, float]) -> dict[FileKey, float]:
-    """A Go or Rust file with its own evidence gains SIBLING_SHARE of the strongest other head file
-    in its folder: there a folder is one package (Go) or module tree (Rust), and a fix that spans
-    files mostly stays inside it (13 of 21 multi-file fixes in the multilingual dev file)."""
-    head = sorted(scores, key=lambda k: -scores[k])[:SIBLING_HEAD]
-    out = dict(scores)
-    for key, own in scores.items():
-        if not key[1].endswith(SIBLING_SUFFIXES):
-            continue
-        folder = str(PurePosixPath(key[1]).parent)
-        others = [scores[k] for k in head if k != key and k[0] == key[0] and str(PurePosixPath(k[1]).parent) == folder]
-        if others:
-            out[key] = own + SIBLING_SHARE * max(others)
-    return out
-
-
 def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[FileKey, float]]) -> dict[FileKey, float]:
     """A file with its own evidence that answered together with a head file before gains
     COACTIVE_SHARE x that pair's strength x the head file's score (`coactivation`)."""
@@ -141,10 +132,9 @@ def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score, within a file its chunks by score, at most
     `per_file` of them before every other file has had its turn; near-duplicates of a shown chunk
-    dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score and the
-    Go/Rust folder lift, which it weighs as a feature."""
+    dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score."""
     kept = drop_near_duplicates(candidates, near_duplicate)
-    scores = learned(kept) if learned is not None else _lift_siblings(file_scores(kept))
+    scores = learned(kept) if learned is not None else file_scores(kept)
     scores = _lift_coactive(scores, coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
