@@ -85,18 +85,6 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
 
-def with_learned_file_evidence(candidates: Sequence[Candidate],
-                               learned: Callable[[Sequence[Candidate]], dict[FileKey, float]]) -> list[Candidate]:
-    """`with_file_evidence`, each chunk then scaled by its file's learned share (1 for the best
-    file): what the file ranker weighs (test, prose, names, folder) decides between files as in
-    `packet`, while a file's other hits still lift its chunks."""
-    shares = learned(candidates)
-    ranked = with_file_evidence(candidates)
-    for c in ranked:
-        c.score *= shares.get((c.root, c.chunk.path), 0.0)
-    return sorted(ranked, key=lambda c: (-c.score, c.root, c.chunk.id))
-
-
 def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:
     """Candidates in order, without any whose shingles reach `threshold` Jaccard similarity with
     one kept before. Sets whose sizes differ by more than the threshold's ratio cannot reach it, so
