@@ -71,15 +71,6 @@ def test_near_duplicate_chunks_are_shown_once():
     assert [c.chunk.path for c in ranked] == ["a/x.c"]
 
 
-def test_a_go_file_beside_a_strong_file_of_its_package_climbs_but_other_languages_do_not():
-    def order(ext):
-        pool = [candidate(f"pkg/a.{ext}", 1.0), candidate(f"other/b.{ext}", 0.6), candidate(f"pkg/c.{ext}", 0.5)]
-        return list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2)))
-    assert order("go") == ["pkg/a.go", "pkg/c.go", "other/b.go"]
-    assert order("rs") == ["pkg/a.rs", "pkg/c.rs", "other/b.rs"]
-    assert order("java") == ["pkg/a.java", "other/b.java", "pkg/c.java"]
-
-
 def test_a_file_that_answered_together_with_the_head_file_before_climbs():
     pool = [candidate("a.c", 1.0), candidate("b.c", 0.6), candidate("c.c", 0.5)]
     order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2, coactive={("", "c.c"): (("", "a.c"), 1.0)})))
