@@ -12,6 +12,8 @@ import functools
 import re
 from collections import Counter
 
+from py_rust_stemmers import SnowballStemmer
+
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+(?:\.[0-9]+)*")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 # Where a camelCase name's words meet (`getHTTPResponse` -> get|HTTP|Response), for the readers
@@ -24,6 +26,16 @@ STOPWORDS = frozenset("""a an and are as at be been being but by can could did d
 in into is it its just like may me might my no not of on or our should so some such than that the their them then
 there these they this those to too us was we were what when where which while who why will with would you your
 also any all get got one two use used using very want""".split())
+
+
+_STEMMER = SnowballStemmer("english")
+
+
+@functools.lru_cache(maxsize=50_000)
+def stem(word: str) -> str:
+    """A word's English (Snowball) stem, for the readers that let `parsing` meet `parse`: the file
+    ranker's covers and know/miss. The index itself holds words unstemmed (BENCHMARKS-history 8a)."""
+    return _STEMMER.stem_word(word)
 
 
 def split_identifier(ident: str) -> list[str]:

@@ -19,9 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from py_rust_stemmers import SnowballStemmer
-
-from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, terms
+from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, stem, terms
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.retrieve import Candidate
 
@@ -29,7 +27,6 @@ TIERS = ("lexical", "title", "code", "dense", "dense_title", "path", "symbol", "
 _ASIDE = re.compile(r"(?i)(^|/)(docs?|examples?|samples?|benchmarks?|bench|vendor|third_party|thirdparty|"
                     r"scripts?|tools?|contrib|fixtures?|testdata|build|dist|ci|\.github)/")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.:$]*$")
-_STEMMER = SnowballStemmer("english")
 
 BASE_FEATURES = (
     "best_rel",        # the file's best chunk score / the pool's best
@@ -74,12 +71,7 @@ def _words(text: str) -> frozenset[str]:
 @functools.lru_cache(maxsize=50_000)
 def _stems(text: str) -> frozenset[str]:
     """`_words`, each cut to its English stem (Snowball)."""
-    return frozenset(_word_stem(w) for w in _words(text))
-
-
-@functools.lru_cache(maxsize=50_000)
-def _word_stem(word: str) -> str:
-    return _STEMMER.stem_word(word)
+    return frozenset(stem(w) for w in _words(text))
 
 
 def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
@@ -90,11 +82,11 @@ def _folder(path: str) -> str:
     return path.rpartition("/")[0]
 
 
-def _stem(path: str) -> str:
+def _file_stem(path: str) -> str:
     """The file name less its last suffix (`.bashrc` stays whole), as PurePosixPath.stem."""
     name = path.rpartition("/")[2]
-    stem, dot, _ = name.rpartition(".")
-    return stem if dot and stem.strip(".") else name
+    base, dot, _ = name.rpartition(".")
+    return base if dot and base.strip(".") else name
 
 
 _TIER_INDEX = {t: i for i, t in enumerate(TIERS)}
@@ -108,7 +100,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         return [], []
     top = max(c.score for c in candidates) or 1.0
     qwords = question_words(query)
-    qstems = frozenset(_word_stem(w) for w in qwords)
+    qstems = frozenset(stem(w) for w in qwords)
     stripped = query.strip()
     is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
@@ -142,8 +134,8 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                 symbol_cover = max(symbol_cover, _cover(_words(last), qwords))
                 symbol_cover_stemmed = max(symbol_cover_stemmed, _cover(_stems(last), qstems))
                 exact = exact or (is_identifier and last.lower() == name)
-        stem = _stem(path)
-        exact = exact or (is_identifier and stem.lower() == name)
+        file_stem = _file_stem(path)
+        exact = exact or (is_identifier and file_stem.lower() == name)
         row = [scores[0] / top, scores[1] / top, scores[2] / top, 1.0 / (1 + place[key]), math.log1p(len(chunks)),
                *tiers,
                float(is_test_chunk(path, best.chunk.symbol, best.chunk.language) and not exact),
@@ -151,11 +143,11 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                float(bool(_ASIDE.search(path))),
                float(bool(majority) and best.chunk.language != majority),
                math.log1p(path.count("/")),
-               _cover(qwords, _words(path.replace("/", " "))), _cover(_words(stem), qwords),
+               _cover(qwords, _words(path.replace("/", " "))), _cover(_words(file_stem), qwords),
                symbol_cover, float(exact),
                max((best_score[k] / top for k in head_folders.get((key[0], _folder(path)), []) if k != key),
                    default=0.0),
-               _cover(qstems, _stems(path.replace("/", " "))), _cover(_stems(stem), qstems), symbol_cover_stemmed,
+               _cover(qstems, _stems(path.replace("/", " "))), _cover(_stems(file_stem), qstems), symbol_cover_stemmed,
                short, long, float(is_identifier)]
         row += [row[i] * short for i in _CROSSED_COLUMNS]
         row += [row[i] * long for i in _CROSSED_COLUMNS]
