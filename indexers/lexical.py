@@ -19,7 +19,7 @@ from pathlib import Path
 
 import tantivy
 
-from mcp_retrieval.indexers.analysis import path_terms, query_terms, terms
+from mcp_retrieval.indexers.analysis import path_terms, query_terms, stem, terms
 from mcp_retrieval.indexers.chunk import Chunk
 
 # Bump when `terms`/`path_terms` change what a document indexes: every file is then re-analysed once.
@@ -41,6 +41,7 @@ def _schema() -> tantivy.Schema:
 
 
 RECENT_QUERIES = 8  # built BM25 queries kept by text (`LexicalIndex._query`)
+STEM_FORMS = 200  # the commonest terms beginning with a word's stem that `known` stems
 
 
 class LexicalIndex:
@@ -184,10 +185,20 @@ class LexicalIndex:
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
 
     def known(self, words: Iterable[str]) -> int:
-        """How many of `words` (analysed terms, as `terms` makes them) some document's body holds."""
+        """How many of `words` (analysed terms, as `terms` makes them) some document's body holds,
+        as written or in another form of the same English stem (`parsing` where the code says
+        `parse`, `serialization` where it says `serialize`)."""
         searcher = self.index.searcher()
-        return sum(searcher.doc_freq("body", w) > 0 for w in words)
+        return sum(searcher.doc_freq("body", w) > 0 or _known_by_stem(searcher, w) for w in words)
 
     def num_docs(self) -> int:
         self.index.reload()
         return self.index.searcher().num_docs
+
+
+def _known_by_stem(searcher, word: str) -> bool:
+    """Some body term shares `word`'s stem: the terms that begin with the stem (the term
+    dictionary walked from it, at most STEM_FORMS of them), each stemmed in turn."""
+    root = stem(word)
+    return len(root) >= 3 and any(stem(term) == root for term, _ in
+                                  searcher.terms_with_prefix("body", root, limit=STEM_FORMS))

@@ -44,3 +44,16 @@ def test_off_topic_questions_stay_misses_on_a_real_index(workspace, tmp_path):
         assert ws.packet("cart items and discount codes").know is not None
     finally:
         engine.close()
+
+
+def test_a_word_the_workspace_holds_in_another_form_is_known(workspace, tmp_path):
+    config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="none")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config)
+    engine.reindex()
+    try:
+        lexical = engine.retriever.lexical
+        assert lexical.known(["discounting", "taxes", "halving"]) == 3  # the code says discount, tax, halves
+        assert lexical.known(["mongolia", "walnuts", "discounts"]) == 1
+    finally:
+        engine.close()
