@@ -3,6 +3,8 @@ a question about what the workspace does not contain is a miss (real index, real
 
 from __future__ import annotations
 
+import pytest
+
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.decide import Evidence, decide
 from mcp_retrieval.models import Know, Miss
@@ -31,29 +33,26 @@ def test_a_models_similarity_decides_alone_only_where_the_model_says_it_may():
     assert isinstance(decide(weak, has_vectors=True), Miss)  # weak on both sides
 
 
-def test_off_topic_questions_stay_misses_on_a_real_index(workspace, tmp_path):
+@pytest.fixture
+def lexical_engine(workspace, tmp_path):
+    """The fixture workspace indexed without vectors."""
     config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="none")
     config.cache_dir = tmp_path / "cache"
     engine = Engine(config)
     engine.reindex()
-    try:
-        ws = Workspace.single(engine)
-        for question in ("recipe for banana bread with walnuts", "who won the football world cup in 1998",
-                         "what is the capital of Mongolia"):
-            assert ws.packet(question).miss is not None, question
-        assert ws.packet("cart items and discount codes").know is not None
-    finally:
-        engine.close()
+    yield engine
+    engine.close()
 
 
-def test_a_word_the_workspace_holds_in_another_form_is_known(workspace, tmp_path):
-    config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="none")
-    config.cache_dir = tmp_path / "cache"
-    engine = Engine(config)
-    engine.reindex()
-    try:
-        lexical = engine.retriever.lexical
-        assert lexical.known(["discounting", "taxes", "halving"]) == 3  # the code says discount, tax, halves
-        assert lexical.known(["mongolia", "walnuts", "discounts"]) == 1
-    finally:
-        engine.close()
+def test_off_topic_questions_stay_misses_on_a_real_index(lexical_engine):
+    ws = Workspace.single(lexical_engine)
+    for question in ("recipe for banana bread with walnuts", "who won the football world cup in 1998",
+                     "what is the capital of Mongolia"):
+        assert ws.packet(question).miss is not None, question
+    assert ws.packet("cart items and discount codes").know is not None
+
+
+def test_a_word_the_workspace_holds_in_another_form_is_known(lexical_engine):
+    lexical = lexical_engine.retriever.lexical
+    assert lexical.known(["discounting", "taxes", "halving"]) == 3  # the code says discount, tax, halves
+    assert lexical.known(["mongolia", "walnuts", "discounts"]) == 1
