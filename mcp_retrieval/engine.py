@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import decide, file_scorer, rules
+from mcp_retrieval import decide, rules
 from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
@@ -283,11 +283,6 @@ class Engine:
                     recent_turns=recent_turns, pool_size=pool_size, keep_plain_pool=keep_plain_pool,
                     structural=structural)
 
-    def context_ranks_chunks(self) -> bool:
-        """`context` scores its chunks with the learned chunk ranker (`Workspace.context`)."""
-        return (self.config.file_ranker and rules.current().context_chunk_ranker
-                and file_scorer.shipped() is not None and file_scorer.shipped_chunk_ranker() is not None)
-
     def evidence(self, query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
         """What `know`/`miss` is decided on (also read by `bench calibrate`)."""
         known = self.retriever.lexical.known
@@ -316,8 +311,7 @@ class Engine:
         # and it weighs what the rerank stage's structural factors encode (test, prose, names)
         ranked = self._rank(query, active, subs, prefix, stages, graph=graph, host=host, recent_turns=recent_turns,
                             pool_size=pool_size, keep_plain_pool=for_packet and rules.current().vectors_only_add,
-                            structural=not (rules.current().file_ranker_weighs_structure
-                                            and (for_packet or self.context_ranks_chunks())))
+                            structural=not (for_packet and rules.current().file_ranker_weighs_structure))
         candidates, dropped = ranked.candidates, 0
         if not for_packet:
             with stages.run("freshness") as st:

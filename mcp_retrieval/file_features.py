@@ -74,11 +74,6 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in _words(text))
 
 
-def symbol_words(name: str) -> tuple[frozenset[str], frozenset[str]]:
-    """A definition name's words, and their stems (`chunk_features` reads them as the covers here)."""
-    return (_words(name), _stems(name)) if name else (frozenset(), frozenset())
-
-
 def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
     return len(part & whole) / len(part) if part else 0.0
 

@@ -20,12 +20,10 @@ from importlib import resources
 
 import numpy as np
 
-from mcp_retrieval.chunk_features import CHUNK_FEATURES, chunk_features
 from mcp_retrieval.file_features import FEATURES, file_features
 
 log = logging.getLogger(__name__)
 MODEL_FILE = "file_ranker.json"
-CHUNK_MODEL_FILE = "chunk_ranker.json"
 
 
 @dataclass(frozen=True)
@@ -35,7 +33,6 @@ class FileRanker:
     scale: np.ndarray
     weights: np.ndarray
     temperature: float = 1.0
-    names: tuple[str, ...] = FEATURES  # the feature columns (the chunk ranker's are its own)
 
     def scores(self, rows: list[list[float]]) -> np.ndarray:
         if not rows:
@@ -46,51 +43,30 @@ class FileRanker:
         """The features that moved this file's score most, by signed contribution."""
         parts = (np.asarray(row) - self.mean) / self.scale * self.weights
         best = np.argsort(-np.abs(parts))[:top]
-        return {self.names[i]: round(float(parts[i]), 3) for i in best if parts[i]}
+        return {FEATURES[i]: round(float(parts[i]), 3) for i in best if parts[i]}
 
     @classmethod
-    def from_dict(cls, data: dict, names: tuple[str, ...] = FEATURES) -> "FileRanker":
-        if list(data["features"]) != list(names):
+    def from_dict(cls, data: dict) -> "FileRanker":
+        if list(data["features"]) != list(FEATURES):
             raise ValueError("its features are not this version's (retrain: training/README.md)")
         arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
-        if any(a.shape != (len(names),) for a in arrays):
+        if any(a.shape != (len(FEATURES),) for a in arrays):
             raise ValueError("its arrays do not match its feature list")
         temperature = float(data.get("temperature", 1.0))
         if not temperature > 0:
             raise ValueError("its temperature is not positive")
-        return cls(str(data.get("version", "")), *arrays, temperature, tuple(names))
+        return cls(str(data.get("version", "")), *arrays, temperature)
 
 
 @functools.lru_cache(maxsize=1)
 def shipped() -> FileRanker | None:
     """The model that ships with the package, or None (with a warning) when it cannot be read."""
-    return _load(MODEL_FILE, FEATURES, "files ranked by the hand-set file score")
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_chunk_ranker() -> FileRanker | None:
-    """The chunk ranker that ships with the package (`chunk_features`), or None (with a warning)."""
-    return _load(CHUNK_MODEL_FILE, CHUNK_FEATURES, "context's chunks scored by the rerank stage")
-
-
-def _load(name: str, features: tuple[str, ...], fallback: str) -> FileRanker | None:
     try:
-        text = resources.files("mcp_retrieval.weights").joinpath(name).read_text(encoding="utf-8")
-        return FileRanker.from_dict(json.loads(text), features)
+        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+        return FileRanker.from_dict(json.loads(text))
     except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
-        log.warning("%s not loaded (%s); %s", name, exc, fallback)
+        log.warning("file ranker not loaded (%s); files ranked by the hand-set file score", exc)
         return None
-
-
-def chunk_shares(chunk_model: FileRanker, file_model: FileRanker, query: str, candidates) -> list[float]:
-    """Each candidate chunk's learned score as a share of the best chunk's, exp((s - best) / T):
-    the scale `context`'s window reads scores on (MMR, the lead file's and a split definition's
-    shares)."""
-    if not candidates:
-        return []
-    rows = chunk_features(query, candidates, file_scores(file_model, query, candidates))
-    raw = chunk_model.scores(rows)
-    return np.exp((raw - raw.max()) / chunk_model.temperature).tolist()
 
 
 def file_scores(model: FileRanker, query: str, candidates,

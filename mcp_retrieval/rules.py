@@ -41,8 +41,6 @@ class Rules:
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
     # deprecated, named file or definition, report rules below) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
-    # `context`: chunks scored by the learned chunk ranker (its pool then as `packet`'s, above)
-    context_chunk_ranker: bool = True
     # the rerank stage's structural signals, for pasted reports (rerank)
     reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
     scripts_after_code_in_reports: bool = True  # setup.py, scripts/, bin/ ... after code (21c)

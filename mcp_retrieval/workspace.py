@@ -263,7 +263,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
-                candidates = module_heads.after_definitions(self._scored(query, candidates, lead.engine))
+                candidates = module_heads.after_definitions(file_rank.with_file_evidence(candidates))
                 candidates = lead_file.with_lead_file_matches(candidates, budget_tokens, self._matches_in(parts))
                 if rules.current().continuations:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
@@ -282,8 +282,7 @@ class Workspace:
                                            lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
                                            head=head, query_terms=frozenset(terms(query)), layout=layout,
                                            earlier=earlier)
-                st["detail"] = (f"{'learned chunk ranker' if lead.engine.context_ranks_chunks() else 'hand-set file evidence'}: "
-                                f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
+                st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {sum(p.diff for p in window.placed)} "
                                 f"diffs, {window.tokens} tokens")
         if window.placed and lead.engine.config.signatures:
@@ -353,17 +352,6 @@ class Workspace:
                 return assemble.Window(window.placed, full, tokens), kept
             kept = kept[:-1]
         return window, []
-
-    @staticmethod
-    def _scored(query: str, candidates: list[Candidate], lead: Engine) -> list[Candidate]:
-        """`context`'s pool, best first: scored by the learned chunk ranker, or lifted by the
-        hand-set file evidence when the models are off or cannot be read."""
-        if not lead.context_ranks_chunks():
-            return file_rank.with_file_evidence(candidates)
-        shares = file_scorer.chunk_shares(file_scorer.shipped_chunk_ranker(), file_scorer.shipped(), query, candidates)
-        for c, share in zip(candidates, shares):
-            c.score = share
-        return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
     @rules.enforced(lambda self: self.rules_in_force)
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,

@@ -74,16 +74,15 @@ def featurise(records: list[dict]):
     return out
 
 
-def pairs(data, indices, weights=None, order_column: int = FEATURES.index("best_rel")) -> tuple[np.ndarray, np.ndarray]:
+def pairs(data, indices, weights=None) -> tuple[np.ndarray, np.ndarray]:
     """Differences x_answer - x_other over the questions `indices`, with each pair's weight (its
-    question's weight shared among the question's pairs: every question counts alike); the others
-    are the first NEGATIVES by `order_column` (the pool's strongest)."""
+    question's weight shared among the question's pairs: every question counts alike)."""
     diffs, pair_weights = [], []
     for i in indices:
         keys, x, y = data[i]
         if not y.any() or y.all():
             continue
-        order = np.argsort(-x[:, order_column])
+        order = np.argsort(-x[:, FEATURES.index("best_rel")])
         negatives = [j for j in order if not y[j]][:NEGATIVES]
         positives = np.flatnonzero(y)
         share = (1.0 if weights is None else weights[i]) / (len(positives) * len(negatives))
@@ -91,21 +90,19 @@ def pairs(data, indices, weights=None, order_column: int = FEATURES.index("best_
             diffs.append(x[p] - x[negatives])
             pair_weights.append(np.full(len(negatives), share))
     if not diffs:
-        return np.zeros((0, data[0][1].shape[1] if data else 0)), np.zeros(0)
+        return np.zeros((0, len(FEATURES))), np.zeros(0)
     return np.concatenate(diffs), np.concatenate(pair_weights)
 
 
-def fit(data, indices, seed: int = 0, weights=None, names: tuple[str, ...] = FEATURES,
-        order_column: int = FEATURES.index("best_rel")) -> FileRanker:
-    """The linear ranker over the columns `names` (the file ranker's features unless given)."""
+def fit(data, indices, seed: int = 0, weights=None) -> FileRanker:
     rows = np.concatenate([data[i][1] for i in indices if len(data[i][1])])
     mean, scale = rows.mean(axis=0), rows.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    d, pw = pairs(data, indices, weights, order_column)
+    d, pw = pairs(data, indices, weights)
     d = d / scale  # the mean cancels in a difference
     pw = pw / pw.sum()
     rng = np.random.default_rng(seed)
-    w = rng.normal(0, 0.01, len(names))
+    w = rng.normal(0, 0.01, len(FEATURES))
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     for step in range(1, STEPS + 1):
@@ -114,7 +111,7 @@ def fit(data, indices, seed: int = 0, weights=None, names: tuple[str, ...] = FEA
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
         w -= LEARNING_RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return FileRanker(VERSION, mean, scale, w, names=tuple(names))
+    return FileRanker(VERSION, mean, scale, w)
 
 
 class _Boosted:
