@@ -47,15 +47,18 @@ def described_commits(git_dir: Path, limit: int, scan: int = 3000):
                           and not _NOT_DESCRIPTIVE.search(m), new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
-def pool_record(engine, query: str, pool_size: int | None = None) -> dict:
+TEXT_CHARS = 300  # of each pooled chunk's text kept: the features read paths and names, not text
+
+
+def pool_record(engine, query: str, pool_size: int | None = None, text_chars: int = TEXT_CHARS) -> dict:
     """The pool `packet` ranks files from, and the decision on it (`pool_size`: the served one's
-    size unless given)."""
+    size unless given; `text_chars`: how much of each chunk's text is kept, 0 for all of it)."""
     gathered = engine.gather(query, [], [], None, StageLog(), for_packet=True, pool_size=pool_size)
     return {"know": type(gathered.outcome).__name__ == "Know",
             "pool": [{"path": c.chunk.path, "start": c.chunk.start_line, "end": c.chunk.end_line,
                       "symbol": c.chunk.symbol, "kind": c.chunk.kind, "language": c.chunk.language,
                       "score": c.score, "fused": c.fused, "raw": c.raw, "ranks": c.ranks,
-                      "header": c.chunk.header[:200], "text": c.chunk.text[:300], "tokens": c.chunk.tokens}
+                      "header": c.chunk.header[:200], "text": c.chunk.text[:text_chars or None], "tokens": c.chunk.tokens}
                      for c in gathered.candidates]}
 
 
@@ -98,7 +101,7 @@ def collect_commits(args) -> None:
                 try:
                     engine, *_ = open_instance(row, {repo: str(git_dir)}, Path(args.work), engines,
                                                no_dense=args.embedder == "none", embedder=args.embedder)
-                    record = pool_record(engine, message, args.pool_size)
+                    record = pool_record(engine, message, args.pool_size, args.text_chars)
                 except Exception as exc:
                     print(f"{qid}: {type(exc).__name__}: {exc}", file=sys.stderr)
                     continue
@@ -133,7 +136,7 @@ def collect_rows(args) -> None:
             try:
                 engine, *_ = open_instance(row, {row["repo"]: str(git_dir)}, Path(args.work), engines,
                                            no_dense=args.embedder == "none", embedder=args.embedder)
-                record = pool_record(engine, row["problem_statement"], args.pool_size)
+                record = pool_record(engine, row["problem_statement"], args.pool_size, args.text_chars)
             except Exception as exc:
                 print(f"{row['instance_id']}: {type(exc).__name__}: {exc}", file=sys.stderr)
                 continue
@@ -170,7 +173,7 @@ def collect_semble(args) -> None:
                 targets = _targets(q)
                 fh.write(json.dumps({"id": qid, "source": "semble", "repo": repo["name"], "language": repo["language"],
                                      "category": q["category"], "query": q["query"], "targets": targets,
-                                     "gold_files": sorted({t[0] for t in targets}), **pool_record(engine, q["query"], args.pool_size)})
+                                     "gold_files": sorted({t[0] for t in targets}), **pool_record(engine, q["query"], args.pool_size, args.text_chars)})
                          + "\n")
         engine.close()
         print(f"{repo['name']}: {len(queries)} questions", file=sys.stderr)
@@ -193,6 +196,8 @@ def main(argv: list[str]) -> int:
         p.add_argument("--work", default="/tmp/ranker-work")
         p.add_argument("--out", required=True)
         p.add_argument("--pool-size", type=int, default=None, help="chunks in a pool (default: the served size)")
+        p.add_argument("--text-chars", type=int, default=TEXT_CHARS,
+                       help="characters of each pooled chunk's text kept (0: all; a feature that reads text needs it)")
         p.add_argument("--embedder", default="none", choices=("none", "static", "minilm"),
                        help="the dense tier of the pools (none: lexical pools, as the shipped lexical model)")
     args = ap.parse_args(argv)
