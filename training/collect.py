@@ -58,7 +58,8 @@ def pool_record(engine, query: str, pool_size: int | None = None, text_chars: in
             "pool": [{"path": c.chunk.path, "start": c.chunk.start_line, "end": c.chunk.end_line,
                       "symbol": c.chunk.symbol, "kind": c.chunk.kind, "language": c.chunk.language,
                       "score": c.score, "fused": c.fused, "raw": c.raw, "ranks": c.ranks,
-                      "header": c.chunk.header[:200], "text": c.chunk.text[:text_chars or None], "tokens": c.chunk.tokens}
+                      "header": c.chunk.header[:200], "text": c.chunk.text[:text_chars or None],
+                      "tokens": c.chunk.tokens}
                      for c in gathered.candidates]}
 
 
@@ -173,7 +174,8 @@ def collect_semble(args) -> None:
                 targets = _targets(q)
                 fh.write(json.dumps({"id": qid, "source": "semble", "repo": repo["name"], "language": repo["language"],
                                      "category": q["category"], "query": q["query"], "targets": targets,
-                                     "gold_files": sorted({t[0] for t in targets}), **pool_record(engine, q["query"], args.pool_size, args.text_chars)})
+                                     "gold_files": sorted({t[0] for t in targets}),
+                                     **pool_record(engine, q["query"], args.pool_size, args.text_chars)})
                          + "\n")
         engine.close()
         print(f"{repo['name']}: {len(queries)} questions", file=sys.stderr)
