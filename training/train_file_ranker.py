@@ -12,6 +12,11 @@ ranked through `file_rank.rank_files` exactly as `packet` ranks them, and report
 hand-set file score on the same pools: file Acc@1/Acc@5/MRR for the commit questions, semble's
 NDCG@10 for the peer benchmark's. The shipped weights are then fit on every question. Seeded:
 the same pools give the same file.
+
+Pools collected with a dense tier go after `--dense-pools` (`static=/tmp/s.jsonl minilm=/tmp/m.jsonl`):
+their figures are reported apart (`swebench+static`), and with `--score-dense-only` they are
+scored by the models of the lexical pools without being trained on — how the shipped model does
+with each dense tier at equal ranking (BENCHMARKS 46c).
 """
 
 from __future__ import annotations
@@ -163,12 +168,17 @@ def evaluate(record: dict, model: FileRanker | None) -> dict[str, float]:
             "recall5": sum(g in files[:5] for g in gold) / len(gold), "mrr": 1.0 / min(ranks) if ranks else 0.0}
 
 
+def _group(record: dict) -> str:
+    """A question's figure group: its source, and the dense tier its pool was collected with."""
+    return f"{record['source']}+{record['dense']}" if record.get("dense") else record["source"]
+
+
 def report(records: list[dict], scored: list[dict], label: str) -> dict:
-    """Means per source; semble's NDCG@10 as the mean over repositories (its metric)."""
+    """Means per source (and dense tier); semble's NDCG@10 as the mean over repositories (its metric)."""
     out = {}
-    for source in sorted({r["source"] for r in records}):
-        idx = [i for i, r in enumerate(records) if r["source"] == source]
-        if source == "semble":
+    for source in sorted({_group(r) for r in records}):
+        idx = [i for i, r in enumerate(records) if _group(r) == source]
+        if records[idx[0]]["source"] == "semble":
             per_repo = defaultdict(list)
             for i in idx:
                 per_repo[records[i]["repo"]].append(scored[i]["ndcg10"])
@@ -178,7 +188,7 @@ def report(records: list[dict], scored: list[dict], label: str) -> dict:
             out[source] = {k: round(statistics.mean(scored[i][k] for i in idx), 4)
                            for k in ("acc1", "acc5", "recall5", "mrr")}
             out[source]["questions"] = len(idx)
-            if source == "multilang":
+            if records[idx[0]]["source"] == "multilang":
                 for metric in ("acc5", "recall5"):
                     by_language = defaultdict(list)
                     for i in idx:
@@ -196,20 +206,30 @@ def _headline(records: list[dict], scored: list[dict]) -> float:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m training.train_file_ranker")
-    ap.add_argument("pools", nargs="+")
+    ap.add_argument("pools", nargs="*")
+    ap.add_argument("--dense-pools", nargs="*", default=[], metavar="[TIER=]POOLS",
+                    help="pools collected with a dense tier (`collect --embedder static`), each optionally named "
+                         "(`static=/tmp/p.jsonl`): trained on beside the lexical ones, reported apart")
+    ap.add_argument("--score-dense-only", action="store_true",
+                    help="score the --dense-pools out of fold without training on them (the lexical model's figures)")
     ap.add_argument("--out", default=None, help="write the model fit on every question here")
     ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
     ap.add_argument("--shipped", action="store_true",
                     help="also score the pools with the shipped weights (in-sample where they were trained on them)")
     args = ap.parse_args(argv)
     records = [json.loads(line) for p in args.pools for line in Path(p).read_text().splitlines() if line.strip()]
+    for given in args.dense_pools:
+        tier, _, path = given.rpartition("=")
+        records += [{**json.loads(line), "dense": tier or "dense"} for line in Path(path).read_text().splitlines()
+                    if line.strip()]
     print(f"{len(records)} questions from {len({r['repo'] for r in records})} repositories", file=sys.stderr)
     data = featurise(records)
     baseline = [evaluate(r, None) for r in records]
     weights = [SOURCE_WEIGHT.get(r["source"], 1.0) for r in records]
     models = {}
+    trained = [i for i, r in enumerate(records) if not (args.score_dense_only and r.get("dense"))]
     for fold in range(FOLDS):
-        models[fold] = fit(data, [i for i, r in enumerate(records) if fold_of(r["repo"]) != fold], weights=weights)
+        models[fold] = fit(data, [i for i in trained if fold_of(records[i]["repo"]) != fold], weights=weights)
     by_temperature = {}
     for t in TEMPERATURES:
         by_temperature[t] = [evaluate(r, replace(models[fold_of(r["repo"])], temperature=t)) for r in records]
@@ -229,12 +249,12 @@ def main(argv: list[str]) -> int:
                     boosted[i] = evaluate(r, model)
         figures["boosted_cross_validated"] = report(records, boosted, "LambdaMART, same folds")
     if args.out:
-        model = fit(data, range(len(records)), weights=weights)
+        model = fit(data, trained, weights=weights)
         Path(args.out).write_text(json.dumps({
             "version": VERSION, "features": list(FEATURES), "temperature": temperature, "mean": model.mean.round(6).tolist(),
             "scale": model.scale.round(6).tolist(), "weights": model.weights.round(6).tolist(),
-            "trained_on": {"questions": len(records), "repositories": len({r["repo"] for r in records}),
-                           "sources": sorted({r["source"] for r in records})},
+            "trained_on": {"questions": len(trained), "repositories": len({records[i]["repo"] for i in trained}),
+                           "sources": sorted({_group(records[i]) for i in trained})},
             "figures": figures}, indent=1) + "\n")
         weights = sorted(zip(FEATURES, model.weights), key=lambda t: -abs(t[1]))
         print("weights: " + ", ".join(f"{f} {w:+.2f}" for f, w in weights), file=sys.stderr)
