@@ -184,17 +184,12 @@ class LexicalIndex:
         result = searcher.search(query_obj, limit)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
 
-    def known(self, words: Iterable[str]) -> int:
-        """How many of `words` (analysed terms, as `terms` makes them) some document's body holds,
-        as written or in another form of the same English stem (`parsing` where the code says
-        `parse`, `serialization` where it says `serialize`)."""
-        return sum(v > 0 for v in self.commonness(words))
-
     def commonness(self, words: Iterable[str]) -> list[float]:
-        """How common each word is in the bodies: log(1 + the chunks holding it) / log(1 + all
-        chunks), 0 for a word none holds. A word not held as written counts its most common other
-        form of the same English stem. (An off-topic question's few known words are rare ones:
-        know/miss reads this, docs/BENCHMARKS.md 46d.)"""
+        """How common each word (an analysed term, as `terms` makes them) is in the bodies:
+        log(1 + the chunks holding it) / log(1 + all chunks), 0 for a word none holds. A word not
+        held as written counts its most common other form of the same English stem (`parsing`
+        where the code says `parse`, `serialization` where it says `serialize`). know/miss reads
+        it: an off-topic question's few known words are rare ones (docs/BENCHMARKS.md 46d-46e)."""
         searcher = self.index.searcher()
         scale = math.log1p(max(searcher.num_docs, 1))
         out = []
