@@ -41,7 +41,7 @@ def _schema() -> tantivy.Schema:
 
 
 RECENT_QUERIES = 8  # built BM25 queries kept by text (`LexicalIndex._query`)
-STEM_FORMS = 200  # the commonest terms beginning with a word's stem that `commonness` stems
+STEM_FORMS = 200  # the commonest terms beginning with a word's stem that `known` stems
 
 
 class LexicalIndex:
@@ -184,31 +184,21 @@ class LexicalIndex:
         result = searcher.search(query_obj, limit)
         return [(searcher.doc(address)["id"][0], float(score)) for score, address in result.hits]
 
-    def commonness(self, words: Iterable[str]) -> list[float]:
-        """How common each word (an analysed term, as `terms` makes them) is in the bodies:
-        log(1 + the chunks holding it) / log(1 + all chunks), 0 for a word none holds. A word not
-        held as written counts its most common other form of the same English stem (`parsing`
-        where the code says `parse`, `serialization` where it says `serialize`). know/miss reads
-        it: an off-topic question's few known words are rare ones (docs/BENCHMARKS.md 46d-46e)."""
+    def known(self, words: Iterable[str]) -> int:
+        """How many of `words` (analysed terms, as `terms` makes them) some document's body holds,
+        as written or in another form of the same English stem (`parsing` where the code says
+        `parse`, `serialization` where it says `serialize`)."""
         searcher = self.index.searcher()
-        scale = math.log1p(max(searcher.num_docs, 1))
-        out = []
-        for word in words:
-            held = searcher.doc_freq("body", word) or _held_by_stem(searcher, word)
-            out.append(math.log1p(held) / scale)
-        return out
+        return sum(searcher.doc_freq("body", w) > 0 or _known_by_stem(searcher, w) for w in words)
 
     def num_docs(self) -> int:
         self.index.reload()
         return self.index.searcher().num_docs
 
 
-def _held_by_stem(searcher, word: str) -> int:
-    """The chunks holding the most common body term that shares `word`'s stem (0: none): the
-    terms that begin with the stem (the term dictionary walked from it, the STEM_FORMS commonest,
-    commonest first), each stemmed in turn."""
+def _known_by_stem(searcher, word: str) -> bool:
+    """Some body term shares `word`'s stem: the terms that begin with the stem (the term
+    dictionary walked from it, at most STEM_FORMS of them), each stemmed in turn."""
     root = stem(word)
-    if len(root) < 3:
-        return 0
-    return next((count for term, count in searcher.terms_with_prefix("body", root, limit=STEM_FORMS)
-                 if stem(term) == root), 0)
+    return len(root) >= 3 and any(stem(term) == root for term, _ in
+                                  searcher.terms_with_prefix("body", root, limit=STEM_FORMS))

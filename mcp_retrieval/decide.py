@@ -2,36 +2,38 @@
 
 Evidence for the top candidate: how much of the question's vocabulary it covers, how similar
 it is by meaning (dense cosine), whether lexical and dense agree on the head, whether it sits
-in a file the question names, the score gap to the runner-up, how many of the question's words
-the workspace holds and how common they are in it. An anchored question (a file or symbol it
-names is found) is always `know`; so is one whose meaning a sentence model's vectors match
-(MiniLM: `similarity_decides`). Otherwise a logistic model learned on semble_dev's questions
-(all answerable) against off-topic ones over the same indexes decides (`weights/know_miss.json`,
-`training/train_know_miss.py`; one model for the static token table's vectors, one for lexical
-evidence alone, which also serves MiniLM): words the workspace holds only rarely, as an
-off-topic question's few shared words are, no longer pass for an answer (docs/BENCHMARKS.md 46e).
+in a file the question names, and the score gap to the runner-up. Weak on both the lexical
+and the semantic side, with no exact anchor, is `miss` (abstain) — not a broad fallback.
+Thresholds were calibrated with `python -m mcp_retrieval.bench calibrate`: the 62 SWE-bench dev
+issues (all answerable: lowest unanchored semantic match 0.61, lowest anchored 0.43) against 72
+off-topic questions over the same nine indexes (highest semantic match 0.33, coverage up to
+0.5) — see docs/BENCHMARKS-history.md, "Abstain calibration".
 """
 
 from __future__ import annotations
 
-import functools
-import json
-import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, terms
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 
-log = logging.getLogger(__name__)
-MODEL_FILE = "know_miss.json"
+MIN_COVERAGE = 0.30
 COVERAGE_TERMS = 8
-MIN_DENSE = 0.40  # a sentence model's cosine that decides alone (MiniLM; 40e)
+MIN_DENSE = 0.40
+# Without vectors a short everyday question ("radix tree path matching") rarely finds most of its
+# words in one chunk, though the workspace uses them; an off-topic one ("the capital of
+# Mongolia") uses words the workspace never does. So a question most of whose words the
+# workspace knows, and whose first three chunks together hold some of them, is answered too
+# (semble_dev without vectors: misses 31 -> 10 of 397; off-topic questions answered 11 -> 14 of
+# 187; docs/BENCHMARKS-history.md 38c). A word counts as known in another form of its English stem
+# too (`parsing` where the code says `parse`): misses 4 -> 0 with the static model, 9 -> 3
+# without vectors, off-topic questions answered 11 -> 21 and 13 -> 21 of 320 (docs/BENCHMARKS.md 44c).
+MIN_KNOWN_WORDS = 2 / 3
+MIN_HEAD_COVERAGE = 0.2
 HEAD_CHUNKS = 3
-COMMON = 0.3  # a word "common" in the workspace: log(1 + chunks holding it) / log(1 + chunks) above this
+
 
 
 @dataclass(frozen=True)
@@ -43,22 +45,8 @@ class Evidence:
     path_match: str | None
     top_score: float
     gap: float
-    known_words: float  # share of the question's words the lexical index holds anywhere
-    head_coverage: float  # coverage by the first HEAD_CHUNKS chunks together
-    common_mean: float  # how common the known words are, on average (LexicalIndex.commonness)
-    common_least: float  # ... the least common of them
-    common_share: float  # share of the question's words above COMMON
-
-    def features(self) -> dict[str, float]:
-        """The know/miss model's inputs, by name (FEATURES)."""
-        return {"coverage": self.coverage, "known_words": self.known_words, "head_coverage": self.head_coverage,
-                "dense_top": self.dense_top, "anchored": float(self.anchored), "agree": float(self.agree),
-                "gap": min(1.0, self.gap * 5), "all_known": float(self.known_words == 1.0),
-                "common_mean": self.common_mean, "common_least": self.common_least, "common_share": self.common_share}
-
-
-FEATURES = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known",
-            "common_mean", "common_least", "common_share")
+    known_words: float = 1.0  # share of the question's words the lexical index holds anywhere
+    head_coverage: float = 0.0  # coverage by the first HEAD_CHUNKS chunks together
 
 
 def salient_terms(query: str) -> set[str]:
@@ -66,11 +54,10 @@ def salient_terms(query: str) -> set[str]:
 
 
 def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], anchored_files: set[str],
-           restatements: Sequence[str] = (), commonness: Callable[[list[str]], list[float]] | None = None) -> Evidence:
+           restatements: Sequence[str] = (), known: Callable[[set[str]], int] | None = None) -> Evidence:
     """`restatements`: the host model's rewrite and the facets (sub-queries) of the question; the
     top chunk's coverage is the best over the question and these (a two-facet question's best
-    chunk answers one facet). `commonness`: how common each of some words is in the workspace's
-    lexical index (0: not held; `LexicalIndex.commonness`)."""
+    chunk answers one facet). `known`: how many of some words the workspace's lexical index holds."""
     top = ranked[0]
     have = set(terms(top.chunk.header + "\n" + top.chunk.text))
     wanted = salient_terms(query)
@@ -78,9 +65,7 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     head: set[str] = set()
     for c in ranked[:HEAD_CHUNKS]:
         head |= set(terms(c.chunk.header + "\n" + c.chunk.text))
-    common = commonness(sorted(wanted)) if commonness is not None and wanted else []
-    held = [v for v in common if v > 0]
-    known_words = len(held) / len(common) if common else 1.0
+    known_words = known(wanted) / len(wanted) if known is not None and wanted else 1.0
     dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
     head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}
     head_dense = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("dense", 10**6))[:5] if "dense" in c.raw}
@@ -89,10 +74,7 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     anchored = bool(anchors_hit & {c.chunk.id for c in ranked[:10]})
     path_match = top.chunk.path if top.chunk.path in anchored_files else None
     return Evidence(coverage, dense_top, bool(head_lex & head_dense), anchored, path_match, top.score, gap,
-                    known_words, _coverage(wanted, head),
-                    sum(held) / len(held) if held else (0.0 if common else 1.0),
-                    min(held, default=0.0 if common else 1.0),
-                    sum(v > COMMON for v in common) / len(common) if common else 1.0)
+                    known_words, _coverage(wanted, head))
 
 
 def _coverage(wanted: set[str], have: set[str]) -> float:
@@ -100,59 +82,18 @@ def _coverage(wanted: set[str], have: set[str]) -> float:
     return min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
 
 
-@dataclass(frozen=True)
-class KnowModel:
-    """A logistic score over named evidence features, and the score from which it answers."""
-    features: tuple[str, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    weights: tuple[float, ...]
-    bias: float
-    threshold: float
-
-    def score(self, ev: Evidence) -> float:
-        values = ev.features()
-        z = self.bias + sum(w * (values[f] - m) / s for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights))
-        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "KnowModel":
-        features = tuple(data["features"])
-        if not features or not set(features) <= set(FEATURES):
-            raise ValueError(f"unknown features {sorted(set(features) - set(FEATURES))}")
-        arrays = [tuple(float(v) for v in data[k]) for k in ("mean", "scale", "weights")]
-        if any(len(a) != len(features) for a in arrays) or not all(s > 0 for s in arrays[1]):
-            raise ValueError("its arrays do not match its features")
-        return cls(features, *arrays, float(data["bias"]), float(data["threshold"]))
-
-
-@functools.lru_cache(maxsize=1)
-def shipped_models() -> dict[str, KnowModel]:
-    """{"static": ..., "lexical": ...} from the package, or {} (with a warning: every question
-    with candidates is then answered) when the file cannot be read."""
-    try:
-        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
-        return {name: KnowModel.from_dict(m) for name, m in json.loads(text)["models"].items()}
-    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
-        log.warning("know/miss model not loaded (%s); every question with candidates is answered", exc)
-        return {}
-
-
-def model_for(has_vectors: bool, similarity_decides: bool) -> KnowModel | None:
-    """The static table's model where its vectors were searched, else the lexical one (also for
-    MiniLM, whose cosines are on another scale and decide by themselves above MIN_DENSE)."""
-    models = shipped_models()
-    return models.get("static" if has_vectors and not similarity_decides else "lexical")
-
-
 def decide(ev: Evidence, has_vectors: bool, similarity_decides: bool = True) -> Know | Miss:
-    """Anchored evidence is always `know`; so is, with a sentence model's vectors
-    (`similarity_decides`; not the static token table, whose cosines are high for any text), a
-    question whose meaning a chunk matches. Otherwise the learned model decides."""
+    """Anchored evidence is always `know`; so is a question whose words the workspace holds (the
+    lexical evidence), or, with a sentence model's vectors (`similarity_decides`; not the static
+    token table, whose cosines are high for any text), one whose meaning a chunk matches. Weak on
+    both is a miss. (Until session 36, with every chunk embedded the dense match decided alone:
+    semble_dev's eight small repositories with MiniLM, misses 2 -> 0 of 155, off-topic questions
+    answered 1 -> 6 of 128; docs/BENCHMARKS.md 40e.)"""
     dense = has_vectors and similarity_decides and ev.dense_top >= MIN_DENSE
-    model = model_for(has_vectors, similarity_decides)
-    learned = model is None or model.score(ev) >= model.threshold
-    if not (ev.anchored or dense or learned):
+    lexical = ev.coverage >= MIN_COVERAGE or (ev.known_words >= MIN_KNOWN_WORDS
+                                              and ev.head_coverage >= MIN_HEAD_COVERAGE)
+    weak = not (ev.anchored or lexical or dense)
+    if weak:
         return Miss(reason="abstain", escalate_to="ask_user",
                     detail=f"weak evidence: covers {ev.coverage:.0%} of the question's terms, "
                            f"best semantic match {ev.dense_top:.2f}")

@@ -285,8 +285,9 @@ class Engine:
 
     def evidence(self, query: str, ranked: Ranked, candidates: list[Candidate]) -> decide.Evidence:
         """What `know`/`miss` is decided on (also read by `bench calibrate`)."""
+        known = self.retriever.lexical.known
         return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
-                             ranked.understanding.more_lexical_queries, commonness=self.retriever.lexical.commonness)
+                             ranked.understanding.more_lexical_queries, known=known)
 
     def _empty_miss(self) -> Miss | None:
         counts = self.store.counts()

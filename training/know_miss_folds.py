@@ -1,0 +1,152 @@
+"""Would a learned know/miss beat the hand-set thresholds of `decide`? Measured, not shipped
+(docs/BENCHMARKS.md 46d-46e; a built version, with its training script, is in commit b389e92).
+
+    python -m mcp_retrieval.bench semble --vectors --embedder static --work /tmp/semble-work   # the indexes
+    python -m training.know_miss_folds --work /tmp/semble-work --embedder static
+
+Over `bench semble`'s indexes: the evidence `decide` reads (as `bench calibrate` gathers it) for
+semble_dev's questions (all answerable) and `calibrate.OFF_TOPIC`'s (none is; `--more-off-topic
+training/off_topic.txt` adds 32 written for this, nearer software's topics), plus how common
+the question's words are in the index. A logistic model is fit with its threshold where `--quantile`
+of the training questions would miss, and scored on a repository and a quarter of the off-topic
+questions it never saw (every repository x four quarters). Printed beside the shipped rules' count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mcp_retrieval import decide
+from mcp_retrieval.bench import calibrate
+from mcp_retrieval.config import Config
+from mcp_retrieval.engine import Engine
+from mcp_retrieval.indexers.analysis import stem
+
+EVIDENCE = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known")
+COMMONNESS = ("common_mean", "common_least", "common_share")
+QUARTERS = 4
+
+
+def commonness(searcher, query: str) -> list[float]:
+    """For each of the question's words, log(1 + chunks holding it in its most common form of the
+    same stem) / log(1 + all chunks): the mean and the least over the words the index knows, and
+    the share of words above 0.3. An off-topic question's known words are rare ones."""
+    n = max(searcher.num_docs, 1)
+    values = []
+    for word in decide.salient_terms(query):
+        held = searcher.doc_freq("body", word)
+        root = stem(word)
+        if len(root) >= 3:
+            held = max([held, *(searcher.doc_freq("body", term) for term, _ in
+                                searcher.terms_with_prefix("body", root, limit=200) if stem(term) == root)])
+        values.append(math.log1p(held) / math.log1p(n))
+    known = [v for v in values if v > 0]
+    return [sum(known) / len(known) if known else 0.0, min(known, default=0.0),
+            sum(v > 0.3 for v in values) / len(values) if values else 0.0]
+
+
+def gather(data: Path, work: Path, embedder: str, off_topic: list[str]) -> list[dict]:
+    folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
+    rows = []
+    for repo in json.loads((data / "repos.json").read_text()):
+        index = work / folder / repo["name"]
+        if not index.is_dir():
+            continue
+        tree = work / "trees" / repo["name"]
+        cfg = Config.resolve(tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree, index,
+                             persist_sessions=False, embedder=embedder)
+        cfg.cache_dir = work / "cache"
+        engine = Engine(cfg)
+        searcher = engine.retriever.lexical.index.searcher()
+        questions = [(q["query"], None) for q in json.loads((data / "annotations" / f"{repo['name']}.json").read_text())]
+        questions += [(q, i % QUARTERS) for i, q in enumerate(off_topic)]
+        for query, quarter in questions:
+            ev, modes = calibrate.evidence(engine, query)
+            if ev is None:  # nothing found: a miss whatever decides (counted, not learned from)
+                rows.append({"repo": repo["name"], "answerable": quarter is None, "quarter": quarter,
+                             "shipped_know": False, "x": None})
+                continue
+            rows.append({"repo": repo["name"], "answerable": quarter is None, "quarter": quarter,
+                         "shipped_know": decide.decide(ev, *modes).found,
+                         "x": [ev.coverage, ev.known_words, ev.head_coverage, ev.dense_top, float(ev.anchored),
+                               float(ev.agree), min(1.0, ev.gap * 5), float(ev.known_words == 1.0),
+                               *commonness(searcher, query)]})
+        engine.close()
+    return rows
+
+
+def fit(x: np.ndarray, y: np.ndarray, steps: int = 3000, l2: float = 1e-3):
+    """Logistic regression by gradient descent on standardised columns; returns the scorer."""
+    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-9
+    z = (x - mean) / scale
+    w, b = np.zeros(x.shape[1]), 0.0
+    for _ in range(steps):
+        p = 1 / (1 + np.exp(-(z @ w + b)))
+        w -= 0.5 * (z.T @ (p - y) / len(y) + l2 * w)
+        b -= 0.5 * float((p - y).mean())
+    return lambda rows: 1 / (1 + np.exp(-(((rows - mean) / scale) @ w + b)))
+
+
+def folds(rows: list[dict], columns: list[int], quantile: float) -> tuple[int, int]:
+    """(answerable questions missed, off-topic questions answered), each scored by a model that saw
+    neither its repository nor its quarter of the off-topic questions. A question with no
+    candidates is a miss (counted by the caller)."""
+    missed_empty = sum(r["answerable"] for r in rows if r["x"] is None)
+    rows = [r for r in rows if r["x"] is not None]
+    x = np.array([r["x"] for r in rows])[:, columns]
+    y = np.array([r["answerable"] for r in rows], dtype=float)
+    repo = np.array([r["repo"] for r in rows])
+    quarter = np.array([-1 if r["quarter"] is None else r["quarter"] for r in rows])
+    missed, answered = missed_empty, 0
+    for name in sorted(set(repo)):
+        for k in range(QUARTERS):
+            train = (repo != name) & ((quarter < 0) | (quarter != k))
+            score = fit(x[train], y[train])
+            threshold = np.quantile(score(x[train])[y[train] == 1], quantile)
+            if k == 0:
+                missed += int((score(x[(repo == name) & (quarter < 0)]) < threshold).sum())
+            answered += int((score(x[(repo == name) & (quarter == k)]) >= threshold).sum())
+    return missed, answered
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(prog="python -m training.know_miss_folds")
+    ap.add_argument("--semble", default="../shared/eval/semble_dev")
+    ap.add_argument("--work", required=True, help="the --work folder of `bench semble`")
+    ap.add_argument("--embedder", default="static", choices=("none", "static", "minilm"))
+    ap.add_argument("--quantile", type=float, action="append", help="training questions let miss (default 0.0025, 0.005)")
+    ap.add_argument("--more-off-topic", default=None, metavar="FILE",
+                    help="more off-topic questions, one a line (training/off_topic.txt: nearer software's topics)")
+    args = ap.parse_args(argv)
+    off_topic = list(calibrate.OFF_TOPIC)
+    if args.more_off_topic:
+        off_topic += [line.strip() for line in Path(args.more_off_topic).read_text().splitlines() if line.strip()]
+    rows = gather(Path(args.semble), Path(args.work), args.embedder, off_topic)
+    if not rows:
+        print(f"no {args.embedder} indexes of semble_dev under {args.work}", file=sys.stderr)
+        return 1
+    answerable = [r for r in rows if r["answerable"]]
+    off_topic = [r for r in rows if not r["answerable"]]
+    print(f"shipped rules: {sum(not r['shipped_know'] for r in answerable)} of {len(answerable)} answerable missed, "
+          f"{sum(r['shipped_know'] for r in off_topic)} of {len(off_topic)} off-topic answered")
+    names = [*EVIDENCE, *COMMONNESS]
+    dense = [names.index(n) for n in ("dense_top", "agree")]
+    sets = {"evidence": list(range(len(EVIDENCE))), "evidence + commonness": list(range(len(names)))}
+    if args.embedder == "none":
+        sets = {k: [c for c in v if c not in dense] for k, v in sets.items()}
+    for quantile in args.quantile or [0.0025, 0.005]:
+        for label, columns in sets.items():
+            missed, answered = folds(rows, columns, quantile)
+            print(f"learned on {label}, threshold at {quantile:.2%} of training questions: {missed} of "
+                  f"{len(answerable)} answerable missed, {answered} of {len(off_topic)} off-topic answered")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
