@@ -198,7 +198,10 @@ class LexicalIndex:
 
 def _known_by_stem(searcher, word: str) -> bool:
     """Some body term shares `word`'s stem: the terms that begin with the stem (the term
-    dictionary walked from it, at most STEM_FORMS of them), each stemmed in turn."""
+    dictionary walked from it, at most STEM_FORMS of them), each stemmed in turn. A stem ending
+    in `i` is walked without it: Snowball writes a final `y` as `i`, so `applied` and `apply`
+    share `appli`, which `apply` does not begin with."""
     root = stem(word)
-    return len(root) >= 3 and any(stem(term) == root for term, _ in
-                                  searcher.terms_with_prefix("body", root, limit=STEM_FORMS))
+    prefix = root[:-1] if root.endswith("i") else root
+    return len(prefix) >= 3 and any(stem(term) == root for term, _ in
+                                    searcher.terms_with_prefix("body", prefix, limit=STEM_FORMS))

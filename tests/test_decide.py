@@ -56,3 +56,4 @@ def test_a_word_the_workspace_holds_in_another_form_is_known(lexical_engine):
     lexical = lexical_engine.retriever.lexical
     assert lexical.known(["discounting", "taxes", "halving"]) == 3  # the code says discount, tax, halves
     assert lexical.known(["mongolia", "walnuts", "discounts"]) == 1
+    assert lexical.known(["applied"]) == 1  # the code says apply_discount: Snowball's stem is `appli`
