@@ -96,7 +96,7 @@ def fit(x: np.ndarray, y: np.ndarray, steps: int = 3000, l2: float = 1e-3):
 def folds(rows: list[dict], columns: list[int], quantile: float) -> tuple[int, int]:
     """(answerable questions missed, off-topic questions answered), each scored by a model that saw
     neither its repository nor its quarter of the off-topic questions. A question with no
-    candidates is a miss (counted by the caller)."""
+    candidates (`x` None) is a miss."""
     missed_empty = sum(r["answerable"] for r in rows if r["x"] is None)
     rows = [r for r in rows if r["x"] is not None]
     x = np.array([r["x"] for r in rows])[:, columns]
