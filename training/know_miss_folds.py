@@ -24,8 +24,6 @@ import numpy as np
 
 from mcp_retrieval import decide
 from mcp_retrieval.bench import calibrate
-from mcp_retrieval.config import Config
-from mcp_retrieval.engine import Engine
 from mcp_retrieval.indexers.analysis import stem
 
 EVIDENCE = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known")
@@ -52,17 +50,8 @@ def commonness(searcher, query: str) -> list[float]:
 
 
 def gather(data: Path, work: Path, embedder: str, off_topic: list[str]) -> list[dict]:
-    folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
     rows = []
-    for repo in json.loads((data / "repos.json").read_text()):
-        index = work / folder / repo["name"]
-        if not index.is_dir():
-            continue
-        tree = work / "trees" / repo["name"]
-        cfg = Config.resolve(tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree, index,
-                             persist_sessions=False, embedder=embedder)
-        cfg.cache_dir = work / "cache"
-        engine = Engine(cfg)
+    for repo, engine in calibrate.semble_engines(data, work, embedder):
         searcher = engine.retriever.lexical.index.searcher()
         questions = [(q["query"], None) for q in json.loads((data / "annotations" / f"{repo['name']}.json").read_text())]
         questions += [(q, i % QUARTERS) for i, q in enumerate(off_topic)]
@@ -77,7 +66,6 @@ def gather(data: Path, work: Path, embedder: str, off_topic: list[str]) -> list[
                          "x": [ev.coverage, ev.known_words, ev.head_coverage, ev.dense_top, float(ev.anchored),
                                float(ev.agree), min(1.0, ev.gap * 5), float(ev.known_words == 1.0),
                                *commonness(searcher, query)]})
-        engine.close()
     return rows
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+from collections.abc import Iterator
 from pathlib import Path
 
 from mcp_retrieval import decide
@@ -51,10 +52,10 @@ def evidence(engine: Engine, query: str) -> tuple[decide.Evidence | None, tuple[
     return engine.evidence(query, ranked, ranked.candidates), vectors
 
 
-def _semble_groups(data: Path, work: Path, groups: dict[str, list], embedder: str = "none") -> None:
-    """semble_dev's questions (all answerable) and the off-topic ones, over the indexes `bench
-    semble` (or `training.collect semble`) built under `work` with `embedder` (each repository's
-    `benchmark_root` at its revision)."""
+def semble_engines(data: Path, work: Path, embedder: str = "none") -> Iterator[tuple[dict, Engine]]:
+    """(repository, engine) over each index `bench semble` (or `training.collect semble`) built
+    under `work` with `embedder` (each repository's `benchmark_root` at its revision); each engine
+    is closed when the next is asked for."""
     folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
     for repo in json.loads((data / "repos.json").read_text()):
         index = work / folder / repo["name"]
@@ -65,11 +66,19 @@ def _semble_groups(data: Path, work: Path, groups: dict[str, list], embedder: st
                              persist_sessions=False, embedder=embedder)
         cfg.cache_dir = work / "cache"
         engine = Engine(cfg)
+        try:
+            yield repo, engine
+        finally:
+            engine.close()
+
+
+def _semble_groups(data: Path, work: Path, groups: dict[str, list], embedder: str = "none") -> None:
+    """semble_dev's questions (all answerable) and the off-topic ones, over `semble_engines`."""
+    for repo, engine in semble_engines(data, work, embedder):
         for q in json.loads((data / "annotations" / f"{repo['name']}.json").read_text()):
             groups["dev"].append(evidence(engine, q["query"]))
         for q in OFF_TOPIC:
             groups["off_topic"].append(evidence(engine, q))
-        engine.close()
 
 
 def main(argv: list[str]) -> int:
