@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
+from mcp_retrieval.file_features import question_words
 from mcp_retrieval.stages import StageLog
 
 MIN_MESSAGE_CHARS = 30
@@ -41,10 +42,13 @@ def evaluation_repos(path: Path) -> set[str]:
     return {line.strip().lower() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
-def described_commits(git_dir: Path, limit: int, scan: int = 3000):
-    """(sha, parent, message, modified source files) of the newest `limit` describing commits."""
+def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: int = 0):
+    """(sha, parent, message, modified source files) of the newest `limit` describing commits
+    (`min_words`: only those whose message has more words than that, as `file_features` counts
+    a question's: pasted-issue-length questions, docs/BENCHMARKS.md 46c)."""
     return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and not _NOT_A_FIX.search(m)
-                          and not _NOT_DESCRIPTIVE.search(m), new_file_statuses=("A", "D", "R"), max_message=4000)
+                          and not _NOT_DESCRIPTIVE.search(m) and len(question_words(m)) > min_words,
+                          new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
 TEXT_CHARS = 300  # of each pooled chunk's text kept: the features read paths and names, not text
@@ -89,7 +93,7 @@ def collect_commits(args) -> None:
         engines: dict = {}
         t0, n = time.perf_counter(), 0
         try:
-            commits = list(described_commits(git_dir, args.per_repo))
+            commits = list(described_commits(git_dir, args.per_repo, min_words=args.min_words))
         except Exception as exc:  # a snapshot git cannot read: say so, go on
             print(f"{repo}: {exc}", file=sys.stderr)
             continue
@@ -187,6 +191,8 @@ def main(argv: list[str]) -> int:
     commits = sub.add_parser("commits")
     commits.add_argument("--repos", default="training/repos.txt")
     commits.add_argument("--per-repo", type=int, default=40)
+    commits.add_argument("--min-words", type=int, default=0,
+                         help="only commits whose message has more question words than this (40: pasted-issue length)")
     commits.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
     semble = sub.add_parser("semble")
     semble.add_argument("--data", default="../shared/eval/semble_dev")
