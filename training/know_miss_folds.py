@@ -25,6 +25,7 @@ import numpy as np
 from mcp_retrieval import decide
 from mcp_retrieval.bench import calibrate
 from mcp_retrieval.indexers.analysis import stem
+from mcp_retrieval.indexers.lexical import STEM_FORMS
 
 EVIDENCE = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known")
 COMMONNESS = ("common_mean", "common_least", "common_share")
@@ -41,8 +42,8 @@ def commonness(searcher, query: str) -> list[float]:
         held = searcher.doc_freq("body", word)
         root = stem(word)
         if len(root) >= 3:
-            held = max([held, *(searcher.doc_freq("body", term) for term, _ in
-                                searcher.terms_with_prefix("body", root, limit=200) if stem(term) == root)])
+            held = max([held, *(count for term, count in
+                                searcher.terms_with_prefix("body", root, limit=STEM_FORMS) if stem(term) == root)])
         values.append(math.log1p(held) / math.log1p(n))
     known = [v for v in values if v > 0]
     return [sum(known) / len(known) if known else 0.0, min(known, default=0.0),

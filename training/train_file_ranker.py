@@ -243,7 +243,7 @@ def main(argv: list[str]) -> int:
     if args.boosted:
         boosted: list[dict] = [{}] * len(records)
         for fold in range(FOLDS):
-            model = fit_boosted(data, [i for i, r in enumerate(records) if fold_of(r["repo"]) != fold])
+            model = fit_boosted(data, [i for i in trained if fold_of(records[i]["repo"]) != fold])
             for i, r in enumerate(records):
                 if fold_of(r["repo"]) == fold:
                     boosted[i] = evaluate(r, model)
