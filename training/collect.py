@@ -47,7 +47,7 @@ def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: in
     (`min_words`: only those whose message has more words than that, as `file_features` counts
     a question's: pasted-issue-length questions, docs/BENCHMARKS.md 46c)."""
     return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and not _NOT_A_FIX.search(m)
-                          and not _NOT_DESCRIPTIVE.search(m) and len(question_words(m)) > min_words,
+                          and not _NOT_DESCRIPTIVE.search(m) and (not min_words or len(question_words(m)) > min_words),
                           new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
