@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -24,6 +26,10 @@ TABLE_FILE = "static_minilm.npz"
 TABLE_SHA256 = "888a655a06cd858c33c210eb56e2d9b5ac7ddabdf993e44e923588026f5858a9"  # training/distill_static.py
 MODEL_ID = "static-minilm-2"
 MAX_TOKENS = 512  # what is read of a chunk: the table costs nothing per token, but a chunk's head says most
+# A candidate table to measure before it ships (training/README.md): read from this path instead of
+# the package, unpinned, under a model id of its own sha256 so its vectors never mix with the
+# shipped table's (the index re-embeds when the id changes).
+CANDIDATE_ENV = "MCP_RETRIEVAL_STATIC_TABLE"
 
 
 def split_identifiers(text: str) -> str:
@@ -58,11 +64,16 @@ class StaticEmbedder:
     similarity_decides = False
 
     def __init__(self):
+        candidate = os.environ.get(CANDIDATE_ENV)
         try:
-            data = resources.files("mcp_retrieval.weights").joinpath(TABLE_FILE).read_bytes()
+            data = (Path(candidate).read_bytes() if candidate
+                    else resources.files("mcp_retrieval.weights").joinpath(TABLE_FILE).read_bytes())
         except (OSError, ModuleNotFoundError) as exc:
             raise ModelUnavailable(f"static embedding table missing ({exc})") from exc
-        if TABLE_SHA256 != hashlib.sha256(data).hexdigest():
+        sha = hashlib.sha256(data).hexdigest()
+        if candidate:
+            self.model_id = f"static-candidate-{sha[:12]}"
+        elif TABLE_SHA256 != sha:
             raise ModelUnavailable("static embedding table does not match its pinned sha256")
         import io
 

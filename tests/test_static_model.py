@@ -31,6 +31,20 @@ def test_a_table_that_does_not_match_its_pin_is_refused(monkeypatch):
         static.StaticEmbedder()
 
 
+def test_a_candidate_table_is_read_under_a_model_id_of_its_own(monkeypatch, tmp_path):
+    shipped = static.StaticEmbedder()
+    flipped = tmp_path / "candidate.npz"
+    np.savez_compressed(flipped, table=(-shipped.table).astype(np.float16))
+    monkeypatch.setenv(static.CANDIDATE_ENV, str(flipped))
+    candidate = static.StaticEmbedder()
+    assert candidate.model_id.startswith("static-candidate-") and candidate.model_id != shipped.model_id
+    text = ["def backoff_delay(retries): return 2 ** retries"]
+    assert np.allclose(candidate.embed(text), -shipped.embed(text), atol=1e-2)
+    monkeypatch.setenv(static.CANDIDATE_ENV, str(tmp_path / "missing.npz"))
+    with pytest.raises(ModelUnavailable):
+        static.StaticEmbedder()
+
+
 def test_the_static_model_is_a_dense_tier(workspace, tmp_path):
     config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="static")
     config.cache_dir = tmp_path / "cache"
