@@ -62,7 +62,6 @@ class Config:
     # graph-linked chunks already in the pool gain the graph tier's share (seed 001's reordering
     # prior): off, it lost top-1 on the Python split (docs/BENCHMARKS-history.md 9b)
     graph_prior: bool = False
-    coactivation: bool = False  # learn from `context` windows and lift in `packet` files that answered together (9f)
     signatures: bool = False  # `context`: the room left holds what the bodies call (closure; neutral, 10a)
     corpus_map: bool = True  # `context`: a map of the roots for broad questions and ask_user misses (seed 003)
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS-history.md 9e

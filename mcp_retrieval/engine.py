@@ -24,7 +24,6 @@ from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
 from mcp_retrieval import decide, rules
-from mcp_retrieval.coactivation import CoActivation
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (CommitOut, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
@@ -65,7 +64,6 @@ class Engine:
                                    root_name=config.root.name)
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = self._open_history() if config.history else None
-        self.coactivation = CoActivation(None if config.read_only else config.index_dir / "coactivation.db")
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
                                         persist_path=config.index_dir / "sessions.json" if config.persist_sessions else None)
         self.reranker = reranker or self._load_reranker()
@@ -158,7 +156,6 @@ class Engine:
         if self._background is not None:
             self._background.join(timeout=30)
         self.sessions.save()
-        self.coactivation.close()
         if self.history is not None:
             self.history.close()
 

@@ -28,7 +28,6 @@ from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
 THIRD_HIT_SHARE = 0.10
-COACTIVE_SHARE = 0.2  # a file that answered together with a head file before gains this share of it
 FURTHER_CHUNK_SHARE = 0.5  # a file's 2nd chunk ranks as a file of half its score (BENCHMARKS 38a)
 NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `context` uses too
 
@@ -104,26 +103,14 @@ def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> l
     return kept
 
 
-def _lift_coactive(scores: dict[FileKey, float], coactive: dict[FileKey, tuple[FileKey, float]]) -> dict[FileKey, float]:
-    """A file with its own evidence that answered together with a head file before gains
-    COACTIVE_SHARE x that pair's strength x the head file's score (`coactivation`)."""
-    out = dict(scores)
-    for key, (by, strength) in coactive.items():
-        if key in scores and by in scores and by != key:
-            out[key] = scores[key] + COACTIVE_SHARE * strength * scores[by]
-    return out
-
-
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                near_duplicate: float = NEAR_DUPLICATE,
-               coactive: dict[FileKey, tuple[FileKey, float]] | None = None,
                learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score, within a file its chunks by score, at most
     `per_file` of them before every other file has had its turn; near-duplicates of a shown chunk
     dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score."""
     kept = drop_near_duplicates(candidates, near_duplicate)
     scores = learned(kept) if learned is not None else file_scores(kept)
-    scores = _lift_coactive(scores, coactive or {})
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):

@@ -73,7 +73,7 @@ def file_scores(model: FileRanker, query: str, candidates,
                 explained: dict | None = None) -> dict[tuple[str, str], float]:
     """Each candidate file's learned score as a share of the best file's: exp((s - best) / T), 1 for
     the best file. That is the scale `file_rank`'s shares are read on (a file's further chunk waits
-    behind files over half its file's score; the co-activation lift); the temperature T
+    behind files over half its file's score); the temperature T
     is chosen with the weights, by the same grouped folds (training/train_file_ranker.py).
     `explained`, when given, receives each file's strongest feature contributions (for `debug`),
     from the very rows that were scored."""

@@ -22,10 +22,7 @@ from mcp_retrieval.extract import Anchors, fragment_variants
 from mcp_retrieval.models import Tier
 
 log = logging.getLogger(__name__)
-QUERY_PIECE_CHARS = 1000
-# One piece (the question's start, title first): two more pieces of a long report cost 30 ms of
-# embedding a question and lost more unseen questions than they found (BENCHMARKS 24b)
-MAX_QUERY_PIECES = 1
+QUERY_PIECE_CHARS = 1000  # of a long question, what the dense tier embeds (`query_head`)
 MAX_SYMBOL_DEFS = 8  # a name defined in more places than this is noise, not an anchor
 CHUNKS_PER_ANCHORED_FILE = 3
 NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
@@ -151,20 +148,18 @@ class Retriever:
         return self.lexical.search(text, limit)
 
     def dense_hits_many(self, texts: Sequence[str], limit: int) -> list[list[tuple[str, float]]]:
-        """Each text's chunks by cosine, best first; a long text's pieces (`query_pieces`) each
-        searched, a chunk keeping its best. Every piece of every text is embedded and searched in
-        one call: the search reads the whole vector mirror once per call."""
+        """Each text's chunks by cosine, best first (a long text: its head, `query_head`). Every
+        text is embedded and searched in one call: the search reads the whole vector mirror once
+        per call."""
         if self.vectors is None or self.embedder is None or not self.vectors.has_rows():
             return [[] for _ in texts]
-        pieces = [query_pieces(text) for text in texts]
-        found = iter(self.vectors.search_many(self.embedder.embed([p for ps in pieces for p in ps]), limit))
-        out = []
-        for text_pieces in pieces:
-            best: dict[str, float] = {}
-            for _ in text_pieces:
-                for cid, sim in next(found):
-                    best[cid] = max(best.get(cid, -1.0), sim)
-            out.append(sorted(best.items(), key=lambda kv: -kv[1])[:limit])
+        heads = [query_head(text) for text in texts]
+        asked = [i for i, head in enumerate(heads) if head]
+        out: list[list[tuple[str, float]]] = [[] for _ in texts]
+        if asked:
+            found = self.vectors.search_many(self.embedder.embed([heads[i] for i in asked]), limit)
+            for i, hits in zip(asked, found):
+                out[i] = sorted(hits, key=lambda kv: -kv[1])[:limit]
         return out
 
     def path_hits(self, anchors: Anchors, query: str,
@@ -304,20 +299,17 @@ class Retriever:
         return scored
 
 
-def query_pieces(text: str) -> list[str]:
-    """Long questions do not fit the model's window: the first `MAX_QUERY_PIECES` pieces of about
-    `QUERY_PIECE_CHARS` (whole paragraphs), title first."""
+def query_head(text: str) -> str:
+    """What the dense tier embeds of a question: a short one whole; of a long one (a pasted
+    report) its first paragraphs up to about QUERY_PIECE_CHARS, title first. Embedding the
+    report's further pieces too cost 30 ms a question and lost more unseen questions than it
+    found (BENCHMARKS-history 24b)."""
     text = text.strip()
     if len(text) <= QUERY_PIECE_CHARS:
-        return [text]
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
-    pieces: list[str] = []
-    current = ""
-    for para in paragraphs:
-        if current and len(current) + len(para) > QUERY_PIECE_CHARS:
-            pieces.append(current)
-            current = ""
-        current = (current + "\n\n" + para).strip()[: QUERY_PIECE_CHARS * 2]
-    if current:
-        pieces.append(current)
-    return pieces[:MAX_QUERY_PIECES]
+        return text
+    head = ""
+    for para in (p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()):
+        if head and len(head) + len(para) > QUERY_PIECE_CHARS:
+            break
+        head = (head + "\n\n" + para).strip()[: QUERY_PIECE_CHARS * 2]
+    return head

@@ -16,17 +16,22 @@ when `reindex` is called, so a root added there is indexed (alone) without a res
 
 from __future__ import annotations
 
+import logging
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcp_retrieval.config import detect_root
 
+log = logging.getLogger(__name__)
+
 CONFIG_FILE = ".mcp-retrieval.toml"
 SETTINGS = {"embedder": str, "understand": str, "understand_budget": int,
-            # measured neutral on the dev splits, so off unless a deployment turns them on:
-            "signatures": bool,  # the closure's signatures in a window's room left (BENCHMARKS 10a)
-            "coactivation": bool}  # files that answered together before, lifted in packet (9f)
+            # measured neutral on the dev splits, so off unless a deployment turns it on:
+            "signatures": bool}  # the closure's signatures in a window's room left (BENCHMARKS 10a)
+# Settings that no longer do anything: read without error, so a file written for an older
+# version still opens, and named in the log (co-activation: neutral, removed, BENCHMARKS 47).
+RETIRED = {"coactivation"}
 
 
 @dataclass
@@ -82,6 +87,9 @@ def read_config(path: Path) -> WorkspaceSpec:
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise ValueError(f'{path}: roots must be a list of strings such as ["src/api", "client=../client"]')
     settings = data.get("settings", {})
+    for key in RETIRED.intersection(settings):
+        log.warning("%s: setting %r was retired and is ignored", path, key)
+        settings = {k: v for k, v in settings.items() if k != key}
     for key, value in settings.items():
         if key not in SETTINGS or not isinstance(value, SETTINGS[key]):
             raise ValueError(f"{path}: unknown or mistyped setting {key!r}; known: {', '.join(SETTINGS)}")

@@ -290,10 +290,6 @@ class Workspace:
                 window, signatures = self._closure(window, budget_tokens)
                 st["detail"] = f"{len(signatures)} signatures; {budget_tokens - window.tokens} tokens left"
         placed = window.placed
-        for root in {p.candidate.root for p in placed}:  # what answered together, learned where it is used
-            if self.engines[root].config.coactivation:
-                self.engines[root].coactivation.record([p.candidate.chunk.path for p in placed
-                                                        if p.candidate.root == root and not p.stub])
         if session_id is not None and not ignore_delivered:  # a diff leaves the session holding the new text
             whole = [p.candidate for p in placed if not p.stub and not p.excerpt]
             self.sessions.record(session_id, [c.chunk.sha256 for c in whole])
@@ -377,7 +373,6 @@ class Workspace:
                 if model is not None else None
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
                                               near_duplicate=lead.engine.config.near_duplicate,
-                                              coactive=self._coactive(candidates),
                                               learned=learned)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items, ranked by the {'learned' if model else 'hand-set'} file score"
@@ -409,19 +404,6 @@ class Workspace:
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, 0)
         return result
-
-    def _coactive(self, candidates: list[Candidate]) -> dict[tuple[str, str], tuple[tuple[str, str], float]]:
-        """Files that answered together with one of the pool's three best files before, per root:
-        (root, path) -> ((root, head path), strength 0..1). Empty where co-activation is off."""
-        out = {}
-        for root in {c.root for c in candidates}:
-            engine = self.engines[root]
-            if not engine.config.coactivation:
-                continue
-            head = list(dict.fromkeys(c.chunk.path for c in candidates if c.root == root))[:3]
-            for path, (by, strength) in engine.coactivation.partners(head).items():
-                out[(root, path)] = ((root, by), strength)
-        return out
 
     def _map(self, roots: list[str] | None, max_tokens: int) -> str:
         """The corpus map of the roots asked (each an equal share of `max_tokens`)."""

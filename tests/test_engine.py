@@ -230,22 +230,6 @@ def test_the_map_never_carries_markup_from_the_tree():
     assert text.count("<mcp-retrieval:") == 1 and text.startswith("<mcp-retrieval:map ")
 
 
-def test_files_delivered_together_are_learned_decay_and_stay_bounded(engine):
-    from mcp_retrieval.coactivation import DECAY
-
-    engine.coactivation.clear()
-    Workspace.single(engine).context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
-    assert engine.coactivation.partners(["src/shop/cart.py"]) == {}  # off (the default): nothing learned
-    engine.config.coactivation = True
-    Workspace.single(engine).context("apply_discount and with_tax in pricing, used by Cart.total", budget_tokens=2000)
-    assert engine.coactivation.partners(["src/shop/cart.py"])["src/shop/pricing.py"] == ("src/shop/cart.py", 1.0)
-    engine.coactivation.record(["x.py", "y.py"])
-    for _ in range(10):
-        engine.coactivation.record(["p.py", "q.py", "r.py"])
-    assert abs(engine.coactivation.weight("x.py", "y.py") - DECAY ** 10) < 1e-9
-    assert engine.coactivation.weight("q.py", "p.py") > 9
-
-
 def test_a_definition_changed_since_the_session_saw_it_comes_back_as_a_diff(engine, workspace):
     body = "\n".join(f"    line_{n} = totals[{n}] * rate + offset_{n}" for n in range(40))
     report = workspace / "src/shop/report.py"

@@ -71,12 +71,6 @@ def test_near_duplicate_chunks_are_shown_once():
     assert [c.chunk.path for c in ranked] == ["a/x.c"]
 
 
-def test_a_file_that_answered_together_with_the_head_file_before_climbs():
-    pool = [candidate("a.c", 1.0), candidate("b.c", 0.6), candidate("c.c", 0.5)]
-    order = list(dict.fromkeys(c.chunk.path for c in rank_files(pool, per_file=2, coactive={("", "c.c"): (("", "a.c"), 1.0)})))
-    assert order == ["a.c", "c.c", "b.c"]
-
-
 def test_import_specs_of_each_language_name_the_files_they_import():
     cases = [  # (importer, spec, file, imports it)
         ("sympy/utilities/lambdify.py", "sympy.printing.pycode:MpmathPrinter=Printer", "sympy/printing/pycode.py", True),

@@ -179,12 +179,12 @@ def test_started_without_roots_the_server_follows_the_clients_roots_over_stdio(w
 def test_the_off_by_default_mechanisms_are_switched_on_in_the_settings(workspace, tmp_path, monkeypatch):
     monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
     config = tmp_path / ".mcp-retrieval.toml"
-    config.write_text(f'roots = ["shop={workspace}"]\n[settings]\nsignatures = true\ncoactivation = true\n')
+    config.write_text(f'roots = ["shop={workspace}"]\n[settings]\nsignatures = true\ncoactivation = true\n')  # retired: read, ignored
     ws = open_workspace(read_config(config), embedder=HashEmbedder(), persist_sessions=False)
     try:
         ws.reindex()
         engine = ws.engines["shop"]
-        assert engine.config.signatures and engine.config.coactivation
+        assert engine.config.signatures and not hasattr(engine.config, "coactivation")
         r = ws.context("Cart total checkout", max_chunks=1)
         assert r.signatures and "<mcp-retrieval:signatures " in r.window
     finally:

@@ -40,9 +40,8 @@ ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full"
 # rerank without decompose; full without the history tier; full without the quoted-message tier;
 # full without the dense tier;
 # prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet;
-# title / title_turns: full asked only the first line, without / with the rest as `recent_turns`;
-# coactive: full with co-activation learned from the `context` windows of the repository's earlier instances
-EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "prior", "graphpacket", "title", "title_turns", "coactive")
+# title / title_turns: full asked only the first line, without / with the rest as `recent_turns`
+EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "prior", "graphpacket", "title", "title_turns")
 
 
 DENSE_TIERS = ("dense", "dense_title")  # the tiers that read vectors
@@ -147,11 +146,8 @@ def main(argv: list[str]) -> int:
     out_file = open(args.out, "w") if args.out else None
     for row in rows:
         repo = row["repo"]
-        first_of_repo = repo not in engines
         engine, file_bm25, moved, index_s = open_instance(
             row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None)
-        if first_of_repo:
-            engine.coactivation.clear()  # learned only from this run's earlier instances
         defaults = Config.resolve(engine.config.root)
         base_weights, base_graph_in_packet = dict(defaults.tier_weights), defaults.graph_in_packet
         gold = gold_files(row)
@@ -176,7 +172,6 @@ def main(argv: list[str]) -> int:
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
                 engine.config.graph_prior = mode == "prior"
-                engine.config.coactivation = mode == "coactive"
                 if mode in ("title", "title_turns"):
                     title, turns = as_conversation(row["problem_statement"])
                     files, symbols, ms = rank_files(engine, title, turns if mode == "title_turns" else None)
@@ -187,10 +182,6 @@ def main(argv: list[str]) -> int:
             m["ms"] = ms
             m["top5"] = files[:5]
             result["modes"][mode] = m
-        if "coactive" in modes:  # the agent reads this window: what answered together is learned
-            engine.config.tier_weights, engine.config.graph, engine.reranker = dict(base_weights), True, ZScoreReranker()
-            engine.config.graph_prior, engine.config.decompose, engine.config.coactivation = False, True, True
-            Workspace.single(engine).context(row["problem_statement"], budget_tokens=4000)
         results.append(result)
         if out_file:
             out_file.write(json.dumps(result) + "\n")
