@@ -197,11 +197,17 @@ class LexicalIndex:
 
 
 def _known_by_stem(searcher, word: str) -> bool:
-    """Some body term shares `word`'s stem: the terms that begin with the stem (the term
-    dictionary walked from it, at most STEM_FORMS of them), each stemmed in turn. A stem ending
-    in `i` is walked without it: Snowball writes a final `y` as `i`, so `applied` and `apply`
-    share `appli`, which `apply` does not begin with."""
+    return next(stem_forms(searcher, word), None) is not None
+
+
+def stem_forms(searcher, word: str):
+    """(term, chunks holding it) of the body terms that share `word`'s English stem: the terms
+    that begin with the stem (the term dictionary walked from it, at most STEM_FORMS of them),
+    each stemmed in turn. A stem ending in `i` is walked without it: Snowball writes a final `y`
+    as `i`, so `applied` and `apply` share `appli`, which `apply` does not begin with."""
     root = stem(word)
     prefix = root[:-1] if root.endswith("i") else root
-    return len(prefix) >= 3 and any(stem(term) == root for term, _ in
-                                    searcher.terms_with_prefix("body", prefix, limit=STEM_FORMS))
+    if len(prefix) < 3:
+        return
+    yield from ((term, count) for term, count in searcher.terms_with_prefix("body", prefix, limit=STEM_FORMS)
+                if stem(term) == root)

@@ -24,8 +24,7 @@ import numpy as np
 
 from mcp_retrieval import decide
 from mcp_retrieval.bench import calibrate
-from mcp_retrieval.indexers.analysis import stem
-from mcp_retrieval.indexers.lexical import STEM_FORMS
+from mcp_retrieval.indexers.lexical import stem_forms
 
 EVIDENCE = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known")
 COMMONNESS = ("common_mean", "common_least", "common_share")
@@ -39,11 +38,7 @@ def commonness(searcher, query: str) -> list[float]:
     n = max(searcher.num_docs, 1)
     values = []
     for word in decide.salient_terms(query):
-        held = searcher.doc_freq("body", word)
-        root = stem(word)
-        if len(root) >= 3:
-            held = max([held, *(count for term, count in
-                                searcher.terms_with_prefix("body", root, limit=STEM_FORMS) if stem(term) == root)])
+        held = max([searcher.doc_freq("body", word), *(count for _, count in stem_forms(searcher, word))])
         values.append(math.log1p(held) / math.log1p(n))
     known = [v for v in values if v > 0]
     return [sum(known) / len(known) if known else 0.0, min(known, default=0.0),
