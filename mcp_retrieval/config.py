@@ -59,9 +59,6 @@ class Config:
     history_git_dir: Path | None = None
     history_rev: str = "HEAD"
     graph: bool = True  # graph fusion in `context`: links related definitions into the window
-    # graph-linked chunks already in the pool gain the graph tier's share (seed 001's reordering
-    # prior): off, it lost top-1 on the Python split (docs/BENCHMARKS-history.md 9b)
-    graph_prior: bool = False
     signatures: bool = False  # `context`: the room left holds what the bodies call (closure; neutral, 10a)
     corpus_map: bool = True  # `context`: a map of the roots for broad questions and ask_user misses (seed 003)
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS-history.md 9e

@@ -232,16 +232,10 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
         new_ids = [cid for cid, _ in graph_ids if cid not in in_pool]
         stored = retriever.store.chunks_by_id(new_ids)
         by_id = {c.chunk.id: c for c in result.candidates}
-        reordered = 0
+        # A linked chunk found by text too keeps its place: raising it (seed 001's reordering
+        # prior) cost the Python split its first file (BENCHMARKS-history 9b) and was removed.
         for r, (cid, score) in enumerate(graph_ids, 1):
-            if cid in by_id:  # found by text too: the PPR prior raises it (seed 001), it adds no chunk
-                if config.graph_prior and "graph" not in by_id[cid].raw:
-                    by_id[cid].raw["graph"], by_id[cid].ranks["graph"] = score, r
-                    by_id[cid].fused += weight / (config.rrf_k + r)
-                    by_id[cid].why.append("also linked in the code graph to the best matches")
-                    reordered += 1
-                continue
-            if cid not in stored:
+            if cid in by_id or cid not in stored:
                 continue
             c = Candidate(chunk=stored[cid])
             c.raw["graph"], c.ranks["graph"] = score, r
@@ -251,9 +245,7 @@ def _graph_stage(result: Ranked, retriever: Retriever, graph_loader, config: Con
             by_id[cid] = c
             added += 1
         result.graph_added = added
-        if reordered:
-            result.candidates.sort(key=lambda c: -c.fused)
-        st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added, {reordered} raised"
+        st["detail"] = f"{len(seeds)} seeds, {len(graph_ids)} linked, {added} added"
 
 
 def _turn_anchors(retriever: Retriever, turns: Sequence[str]) -> tuple[set[str], set[str]]:

@@ -39,9 +39,9 @@ KS = (1, 3, 5, 10)
 ALL_MODES = ("bm25_file", "lexical", "dense", "rrf", "anchors", "rerank", "full")
 # rerank without decompose; full without the history tier; full without the quoted-message tier;
 # full without the dense tier;
-# prior: graphpacket with the graph's reordering prior on; graphpacket: full with the graph stage in packet;
+# graphpacket: full with the graph stage in packet;
 # title / title_turns: full asked only the first line, without / with the rest as `recent_turns`
-EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "prior", "graphpacket", "title", "title_turns")
+EXTRA_MODES = ("nodecomp", "nohistory", "nomessage", "nocode", "nodense", "graphpacket", "title", "title_turns")
 
 
 DENSE_TIERS = ("dense", "dense_title")  # the tiers that read vectors
@@ -168,10 +168,9 @@ def main(argv: list[str]) -> int:
                 weights, graph, zscore = mode_settings(mode, base_weights)
                 engine.config.tier_weights, engine.config.graph = weights, graph
                 # packet's graph stage as served (off by default), or forced on by `graphpacket`
-                engine.config.graph_in_packet = graph and (mode in ("graphpacket", "prior") or base_graph_in_packet)
+                engine.config.graph_in_packet = graph and (mode == "graphpacket" or base_graph_in_packet)
                 engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
-                engine.config.graph_prior = mode == "prior"
                 if mode in ("title", "title_turns"):
                     title, turns = as_conversation(row["problem_statement"])
                     files, symbols, ms = rank_files(engine, title, turns if mode == "title_turns" else None)
