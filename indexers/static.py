@@ -77,8 +77,15 @@ class StaticEmbedder:
             raise ModelUnavailable("static embedding table does not match its pinned sha256")
         import io
 
-        with np.load(io.BytesIO(data)) as npz:
-            self.table = npz["table"].astype(np.float32)
+        try:
+            with np.load(io.BytesIO(data)) as npz:
+                self.table = npz["table"].astype(np.float32)
+        except (OSError, ValueError, KeyError) as exc:  # not an .npz, or no `table` in it
+            raise ModelUnavailable(f"static embedding table unreadable ({exc})") from exc
+        vocabulary = _tokenizer().get_vocab_size()
+        if self.table.ndim != 2 or self.table.shape[0] < vocabulary:
+            raise ModelUnavailable(f"static embedding table has shape {self.table.shape}; the tokenizer "
+                                   f"needs a row for each of its {vocabulary} tokens")
         self.dim = self.table.shape[1]
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

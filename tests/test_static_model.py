@@ -40,9 +40,14 @@ def test_a_candidate_table_is_read_under_a_model_id_of_its_own(monkeypatch, tmp_
     assert candidate.model_id.startswith("static-candidate-") and candidate.model_id != shipped.model_id
     text = ["def backoff_delay(retries): return 2 ** retries"]
     assert np.allclose(candidate.embed(text), -shipped.embed(text), atol=1e-2)
-    monkeypatch.setenv(static.CANDIDATE_ENV, str(tmp_path / "missing.npz"))
-    with pytest.raises(ModelUnavailable):
-        static.StaticEmbedder()
+    short = tmp_path / "short.npz"
+    np.savez_compressed(short, table=shipped.table[:100])
+    not_npz = tmp_path / "table.npz"
+    not_npz.write_text("not a table")
+    for bad in (tmp_path / "missing.npz", short, not_npz):  # refused with a reason, never a crash later
+        monkeypatch.setenv(static.CANDIDATE_ENV, str(bad))
+        with pytest.raises(ModelUnavailable):
+            static.StaticEmbedder()
 
 
 def test_the_static_model_is_a_dense_tier(workspace, tmp_path):
