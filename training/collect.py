@@ -63,7 +63,7 @@ def pool_record(engine, query: str, pool_size: int | None = None, text_chars: in
                       "symbol": c.chunk.symbol, "kind": c.chunk.kind, "language": c.chunk.language,
                       "score": c.score, "fused": c.fused, "raw": c.raw, "ranks": c.ranks,
                       "header": c.chunk.header[:200], "text": c.chunk.text[:text_chars or None],
-                      "tokens": c.chunk.tokens}
+                      "tokens": c.chunk.tokens, "priority": c.chunk.priority}
                      for c in gathered.candidates]}
 
 

@@ -55,7 +55,8 @@ def candidates(record: dict) -> list[Candidate]:
     out = []
     for i, c in enumerate(record["pool"]):
         chunk = StoredChunk(f"{c['path']}#{i}", c["path"], c["start"], c["end"], c["symbol"], c["kind"], c["language"],
-                            c["header"], c["text"], f"{i:064d}", c["tokens"], False)
+                            c["header"], c["text"], f"{i:064d}", c["tokens"], False,
+                            c.get("priority", 0))  # pools before session 43 lack it (47d)
         out.append(Candidate(chunk=chunk, raw=dict(c["raw"]), ranks=dict(c["ranks"]), fused=c["fused"],
                              score=c["score"]))
     return out
