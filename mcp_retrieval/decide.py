@@ -2,38 +2,46 @@
 
 Evidence for the top candidate: how much of the question's vocabulary it covers, how similar
 it is by meaning (dense cosine), whether lexical and dense agree on the head, whether it sits
-in a file the question names, and the score gap to the runner-up. Weak on both the lexical
-and the semantic side, with no exact anchor, is `miss` (abstain) — not a broad fallback.
-Thresholds were calibrated with `python -m mcp_retrieval.bench calibrate`: the 62 SWE-bench dev
-issues (all answerable: lowest unanchored semantic match 0.61, lowest anchored 0.43) against 72
-off-topic questions over the same nine indexes (highest semantic match 0.33, coverage up to
-0.5) — see docs/BENCHMARKS-history.md, "Abstain calibration".
+in a file the question names, the score gap to the runner-up, and how many of the question's
+words the workspace holds anywhere. An anchored question (a file or symbol it names is found) is
+always `know`; so is one whose meaning a sentence model's vectors match (MiniLM:
+`similarity_decides`). Otherwise, with the static token table's vectors (the default), a logistic
+model over the evidence decides, learned on semble_dev's questions (all answerable) against
+off-topic ones asked of the same indexes (`weights/know_miss.json`, `training/know_miss_folds.py`;
+docs/BENCHMARKS.md 47f); on lexical evidence alone (no vectors, or MiniLM's below its cosine) the
+hand-set thresholds below decide, because the model learned for it misses a plain two-word
+question half of whose words the workspace does not use. Weak evidence is `miss` (abstain), not
+a broad fallback.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import logging
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import resources
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, terms
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 
-MIN_COVERAGE = 0.30
+log = logging.getLogger(__name__)
+MODEL_FILE = "know_miss.json"
 COVERAGE_TERMS = 8
-MIN_DENSE = 0.40
+MIN_DENSE = 0.40  # a sentence model's cosine that decides alone (MiniLM; docs/BENCHMARKS.md 40e)
+MIN_COVERAGE = 0.30
 # Without vectors a short everyday question ("radix tree path matching") rarely finds most of its
 # words in one chunk, though the workspace uses them; an off-topic one ("the capital of
 # Mongolia") uses words the workspace never does. So a question most of whose words the
 # workspace knows, and whose first three chunks together hold some of them, is answered too
-# (semble_dev without vectors: misses 31 -> 10 of 397; off-topic questions answered 11 -> 14 of
-# 187; docs/BENCHMARKS-history.md 38c). A word counts as known in another form of its English stem
-# too (`parsing` where the code says `parse`): misses 4 -> 0 with the static model, 9 -> 3
-# without vectors, off-topic questions answered 11 -> 21 and 13 -> 21 of 320 (docs/BENCHMARKS.md 44c).
+# (docs/BENCHMARKS-history.md 38c; words known in another form of their stem, BENCHMARKS 44c).
 MIN_KNOWN_WORDS = 2 / 3
 MIN_HEAD_COVERAGE = 0.2
 HEAD_CHUNKS = 3
-
+FEATURES = ("coverage", "known_words", "head_coverage", "dense_top", "anchored", "agree", "gap", "all_known")
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,12 @@ class Evidence:
     gap: float
     known_words: float = 1.0  # share of the question's words the lexical index holds anywhere
     head_coverage: float = 0.0  # coverage by the first HEAD_CHUNKS chunks together
+
+    def features(self) -> dict[str, float]:
+        """The know/miss model's inputs, by name (FEATURES)."""
+        return {"coverage": self.coverage, "known_words": self.known_words, "head_coverage": self.head_coverage,
+                "dense_top": self.dense_top, "anchored": float(self.anchored), "agree": float(self.agree),
+                "gap": min(1.0, self.gap * 5), "all_known": float(self.known_words == 1.0)}
 
 
 def salient_terms(query: str) -> set[str]:
@@ -82,18 +96,58 @@ def _coverage(wanted: set[str], have: set[str]) -> float:
     return min(1.0, len(wanted & have) / min(len(wanted), COVERAGE_TERMS)) if wanted else 0.0
 
 
+@dataclass(frozen=True)
+class KnowModel:
+    """A logistic score over named evidence features, and the score from which it answers."""
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    scale: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    threshold: float
+
+    def score(self, ev: Evidence) -> float:
+        values = ev.features()
+        z = self.bias + sum(w * (values[f] - m) / s for f, m, s, w in zip(self.features, self.mean, self.scale, self.weights))
+        return 1.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "KnowModel":
+        features = tuple(data["features"])
+        if not features or not set(features) <= set(FEATURES):
+            raise ValueError(f"unknown features {sorted(set(features) - set(FEATURES))}")
+        arrays = [tuple(float(v) for v in data[k]) for k in ("mean", "scale", "weights")]
+        if any(len(a) != len(features) for a in arrays) or not all(s > 0 for s in arrays[1]):
+            raise ValueError("its arrays do not match its features")
+        return cls(features, *arrays, float(data["bias"]), float(data["threshold"]))
+
+
+@functools.lru_cache(maxsize=1)
+def shipped_models() -> dict[str, KnowModel]:
+    """{"static": ...} from the package, or {} (with a warning: the hand-set thresholds then
+    decide for the static table too) when the file cannot be read."""
+    try:
+        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+        return {name: KnowModel.from_dict(m) for name, m in json.loads(text)["models"].items()}
+    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
+        log.warning("know/miss model not loaded (%s); the hand-set thresholds decide", exc)
+        return {}
+
+
 def decide(ev: Evidence, has_vectors: bool, similarity_decides: bool = True) -> Know | Miss:
-    """Anchored evidence is always `know`; so is a question whose words the workspace holds (the
-    lexical evidence), or, with a sentence model's vectors (`similarity_decides`; not the static
-    token table, whose cosines are high for any text), one whose meaning a chunk matches. Weak on
-    both is a miss. (Until session 36, with every chunk embedded the dense match decided alone:
-    semble_dev's eight small repositories with MiniLM, misses 2 -> 0 of 155, off-topic questions
-    answered 1 -> 6 of 128; docs/BENCHMARKS.md 40e.)"""
+    """Anchored evidence is always `know`; so is, with a sentence model's vectors
+    (`similarity_decides`; not the static token table, whose cosines are high for any text), a
+    question whose meaning a chunk matches. Otherwise the static table's learned model decides
+    where its vectors were searched, else the words: a chunk covering enough of the question, or
+    most of its words known to the workspace and some of them in the first chunks."""
     dense = has_vectors and similarity_decides and ev.dense_top >= MIN_DENSE
-    lexical = ev.coverage >= MIN_COVERAGE or (ev.known_words >= MIN_KNOWN_WORDS
-                                              and ev.head_coverage >= MIN_HEAD_COVERAGE)
-    weak = not (ev.anchored or lexical or dense)
-    if weak:
+    model = shipped_models().get("static") if has_vectors and not similarity_decides else None
+    if model is not None:
+        answered = model.score(ev) >= model.threshold
+    else:
+        answered = ev.coverage >= MIN_COVERAGE or (ev.known_words >= MIN_KNOWN_WORDS
+                                                   and ev.head_coverage >= MIN_HEAD_COVERAGE)
+    if not (ev.anchored or dense or answered):
         return Miss(reason="abstain", escalate_to="ask_user",
                     detail=f"weak evidence: covers {ev.coverage:.0%} of the question's terms, "
                            f"best semantic match {ev.dense_top:.2f}")

@@ -1,21 +1,22 @@
-"""know or miss without vectors: an everyday question whose words the workspace uses is answered,
-a question about what the workspace does not contain is a miss (real index, real decision)."""
+"""know or miss: an everyday question whose words the workspace uses is answered, a question about
+what the workspace does not contain is a miss (the shipped learned models; a real index, a real
+decision)."""
 
 from __future__ import annotations
 
 import pytest
 
 from mcp_retrieval import Config, Engine
-from mcp_retrieval.decide import Evidence, decide
+from mcp_retrieval.decide import Evidence, KnowModel, decide, shipped_models
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.workspace import Workspace
 
 
-def evidence(coverage: float, known: float, head: float) -> Evidence:
-    return Evidence(coverage, 0.0, False, False, None, 1.0, 0.1, known_words=known, head_coverage=head)
+def evidence(coverage: float, known: float, head: float, dense: float = 0.0, anchored: bool = False) -> Evidence:
+    return Evidence(coverage, dense, False, anchored, None, 1.0, 0.1, known_words=known, head_coverage=head)
 
 
-def test_spread_words_the_workspace_knows_are_an_answer_and_unknown_words_a_miss():
+def test_without_vectors_spread_words_the_workspace_knows_are_an_answer_and_unknown_words_a_miss():
     assert isinstance(decide(evidence(0.25, 1.0, 0.5), has_vectors=False), Know)
     assert isinstance(decide(evidence(0.25, 0.5, 0.5), has_vectors=False), Miss)  # words it never uses
     assert isinstance(decide(evidence(0.25, 1.0, 0.1), has_vectors=False), Miss)  # known, yet not in the head
@@ -23,14 +24,31 @@ def test_spread_words_the_workspace_knows_are_an_answer_and_unknown_words_a_miss
 
 
 def test_a_models_similarity_decides_alone_only_where_the_model_says_it_may():
-    close = Evidence(0.1, 0.7, False, False, None, 1.0, 0.1, known_words=0.5, head_coverage=0.1)
+    close = evidence(0.1, 0.5, 0.1, dense=0.7)
     assert isinstance(decide(close, has_vectors=True), Know)  # a sentence model's 0.7 is a match
     assert isinstance(decide(close, has_vectors=True, similarity_decides=False), Miss)  # a token table's is not
-    assert isinstance(decide(evidence(0.3, 0.0, 0.0), has_vectors=True, similarity_decides=False), Know)
-    far = Evidence(0.3, 0.2, False, False, None, 1.0, 0.1, known_words=0.0, head_coverage=0.0)
-    assert isinstance(decide(far, has_vectors=True), Know)  # the words hold it, though no chunk is near in meaning
-    weak = Evidence(0.1, 0.2, False, False, None, 1.0, 0.1, known_words=0.5, head_coverage=0.1)
-    assert isinstance(decide(weak, has_vectors=True), Miss)  # weak on both sides
+    assert isinstance(decide(evidence(0.3, 0.0, 0.0, dense=0.2), has_vectors=True), Know)  # the words hold it
+    assert isinstance(decide(evidence(0.1, 0.5, 0.1, dense=0.2), has_vectors=True), Miss)  # weak on both sides
+
+
+def test_with_the_static_table_the_learned_model_decides():
+    static = {"has_vectors": True, "similarity_decides": False}
+    assert isinstance(decide(evidence(0.5, 1.0, 0.6, dense=0.6), **static), Know)
+    assert isinstance(decide(evidence(0.25, 1.0, 0.5, dense=0.7), **static), Know)  # spread over the head
+    # the rules would answer: one chunk holds a third of the words, the rest unknown, none near in meaning
+    assert isinstance(decide(evidence(0.34, 0.34, 0.34, dense=0.3), **static), Miss)
+    assert isinstance(decide(evidence(0.0, 0.0, 0.0, dense=0.3, anchored=True), **static), Know)  # anchored
+
+
+def test_the_shipped_model_loads_and_a_malformed_one_is_refused():
+    model = shipped_models()["static"]
+    assert "dense_top" in model.features and 0 < model.threshold < 1
+    with pytest.raises(ValueError):
+        KnowModel.from_dict({"features": ["coverage", "no_such_feature"], "mean": [0, 0], "scale": [1, 1],
+                             "weights": [1, 1], "bias": 0, "threshold": 0.5})
+    with pytest.raises(ValueError):
+        KnowModel.from_dict({"features": ["coverage"], "mean": [0], "scale": [0], "weights": [1], "bias": 0,
+                             "threshold": 0.5})
 
 
 @pytest.fixture
