@@ -158,8 +158,8 @@ class Retriever:
         out: list[list[tuple[str, float]]] = [[] for _ in texts]
         if asked:
             found = self.vectors.search_many(self.embedder.embed([heads[i] for i in asked]), limit)
-            for i, hits in zip(asked, found):
-                out[i] = sorted(hits, key=lambda kv: -kv[1])[:limit]
+            for i, hits in zip(asked, found):  # best first, at most `limit` (search_many)
+                out[i] = hits
         return out
 
     def path_hits(self, anchors: Anchors, query: str,

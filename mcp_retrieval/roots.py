@@ -87,9 +87,9 @@ def read_config(path: Path) -> WorkspaceSpec:
     if not isinstance(raw, list) or not all(isinstance(r, str) for r in raw):
         raise ValueError(f'{path}: roots must be a list of strings such as ["src/api", "client=../client"]')
     settings = data.get("settings", {})
-    for key in RETIRED.intersection(settings):
+    for key in sorted(RETIRED.intersection(settings)):
         log.warning("%s: setting %r was retired and is ignored", path, key)
-        settings = {k: v for k, v in settings.items() if k != key}
+    settings = {k: v for k, v in settings.items() if k not in RETIRED}
     for key, value in settings.items():
         if key not in SETTINGS or not isinstance(value, SETTINGS[key]):
             raise ValueError(f"{path}: unknown or mistyped setting {key!r}; known: {', '.join(SETTINGS)}")

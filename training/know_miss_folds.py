@@ -70,7 +70,7 @@ def gather(data: Path, work: Path, embedder: str, off_topic: list[str]) -> list[
                 continue
             rows.append({"repo": repo["name"], "answerable": quarter is None, "quarter": quarter,
                          "shipped_know": decide.decide(ev, *modes).found,
-                         "x": [*(ev.features()[f] for f in EVIDENCE), *commonness(searcher, query)]})
+                         "x": [*map(ev.features().get, EVIDENCE), *commonness(searcher, query)]})
     return rows
 
 
