@@ -213,6 +213,8 @@ def main(argv: list[str]) -> int:
                          "(`static=/tmp/p.jsonl`): trained on beside the lexical ones, reported apart")
     ap.add_argument("--score-dense-only", action="store_true",
                     help="score the --dense-pools out of fold without training on them (the lexical model's figures)")
+    ap.add_argument("--score-only", nargs="*", default=[], metavar="TIER",
+                    help="score the --dense-pools named so out of fold without training on them (the others are trained on)")
     ap.add_argument("--out", default=None, help="write the model fit on every question here")
     ap.add_argument("--boosted", action="store_true", help="also cross-validate LightGBM LambdaMART")
     ap.add_argument("--shipped", action="store_true",
@@ -228,7 +230,8 @@ def main(argv: list[str]) -> int:
     baseline = [evaluate(r, None) for r in records]
     weights = [SOURCE_WEIGHT.get(r["source"], 1.0) for r in records]
     models = {}
-    trained = [i for i, r in enumerate(records) if not (args.score_dense_only and r.get("dense"))]
+    trained = [i for i, r in enumerate(records)
+               if not (r.get("dense") and (args.score_dense_only or r["dense"] in args.score_only))]
     for fold in range(FOLDS):
         models[fold] = fit(data, [i for i in trained if fold_of(records[i]["repo"]) != fold], weights=weights)
     by_temperature = {}

@@ -106,7 +106,8 @@ def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors
             ms = (time.perf_counter() - t0) * 1000
             results = [(i.path, i.start_line, i.end_line) for i in packet.items]
             rows.append({"query": q["query"], "category": q["category"], "ndcg10": ndcg10(results, _targets(q)),
-                         "miss": packet.know is None, "ms": ms, "files": list(dict.fromkeys(r[0] for r in results))})
+                         "miss": packet.know is None, "ms": ms, "files": list(dict.fromkeys(r[0] for r in results)),
+                         "items": results})
     finally:
         engine.close()
     return {"name": repo["name"], "language": repo["language"], "note": note, "index_s": index_s, "rows": rows}
