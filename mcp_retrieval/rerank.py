@@ -39,13 +39,6 @@ _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixtu
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
-# Repository scripts outside the project's code: packaging, release, CI and benchmark scripts at the
-# root. A pasted report quotes the calls they make too; the fix is in the code they call.
-_SCRIPT_PATH = re.compile(r"^(?:(?:setup|noxfile|fabfile|tasks)\.py$|(?:scripts?|bin|release|bench|ci)/)")
-# Third-party code copied into the tree (`cextern/`, `extern/`, `_vendor/`, `vendored/`, a Python
-# package's own `packages/`, as requests keeps urllib3): a report's fix lands in the project's code.
-# (`vendor/` and `third_party/` are not indexed at all: indexers.walk.PRUNED_DIRS.)
-_VENDORED_PATH = re.compile(r"(^|/)(?:c?extern|_vendor|vendored|3rdparty)/|./packages/[^/]+/.*\.py$")
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
@@ -54,11 +47,6 @@ _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|P
 _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
                          r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
-# An exception class a report names (`ConnectionError`, `_UnrecognizedOptionError` in its traceback)
-# is declared in a few lines the fix rarely touches: the fix is where it is raised or caught.
-_EXCEPTION_NAME = re.compile(r"(?:Error|Exception|Warning)$")
-_EXCEPTION_FILE = re.compile(r"(?:^|/)(?:exceptions?|errors?)\.\w+$")
-EXCEPTION_DECLARATION_LINES = 30  # longer: it does more than declare
 # A pasted report is fixed in the code it describes: its test files (which quote the same calls and
 # values) rank after code by the prose factor for reports, not the milder one for questions.
 # (These report rules are `Rules` switches: `rules.py`.)
@@ -119,7 +107,6 @@ class RerankWeights:
     anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
     turn_factor: float = 1.15
-    declaration_factor: float = 0.5
 
 
 _DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
@@ -168,28 +155,10 @@ def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple
     if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
         factor *= w.deprecated_factor
         why.append("marked deprecated: ranked after its replacement")
-    if s.bug_report and rules.current().scripts_after_code_in_reports and _SCRIPT_PATH.match(c.chunk.path):
-        factor *= w.prose_factor_bug_report
-        why.append("repository script: a report's answer is the code it calls")
-    if s.bug_report and rules.current().vendored_after_code_in_reports and _VENDORED_PATH.search(c.chunk.path):
-        factor *= w.prose_factor_bug_report
-        why.append("third-party code copied into the tree: a report's answer is the project's code")
-    if s.bug_report and rules.current().exception_declarations_after_code_in_reports and _exception_declaration(c.chunk):
-        factor *= w.declaration_factor
-        why.append("declares an exception: a report's fix is where it is raised or caught")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factor *= w.template_factor
         why.append("issue template: a report echoes it")
     return factor, why
-
-
-def _exception_declaration(chunk) -> bool:
-    """A chunk of an `exceptions`/`errors` module, or a short one declaring an exception class
-    (its name ends in Error, Exception or Warning)."""
-    if _EXCEPTION_FILE.search(chunk.path):
-        return True
-    name = (chunk.symbol or "").rsplit(".", 1)[-1]
-    return bool(_EXCEPTION_NAME.search(name)) and chunk.end_line - chunk.start_line + 1 <= EXCEPTION_DECLARATION_LINES
 
 
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:

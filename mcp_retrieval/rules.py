@@ -43,13 +43,8 @@ class Rules:
     file_ranker_weighs_structure: bool = True
     # the rerank stage's structural signals, for pasted reports (rerank)
     reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
-    scripts_after_code_in_reports: bool = True  # setup.py, scripts/, bin/ ... after code (21c)
-    vendored_after_code_in_reports: bool = True  # cextern/, _vendor/ ... after code (21e)
-    exception_declarations_after_code_in_reports: bool = True  # `class FooError` after its raise sites (23e)
     tests_as_prose_in_reports: bool = True  # a report's test files rank as far down as prose (21h)
-    # the `context` window (module_heads, lead_file, continuation, assemble, workspace)
-    module_heads_after_definitions: bool = True  # a module's head chunk below its best definition (25e)
-    lead_file_matches: bool = True  # wide windows read the lead file on its own (27a)
+    # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)
     excerpt_code_first: bool = True  # an excerpt matches lines of code before documentation (25d)
     class_docs_elided: bool = True  # a Python class comes without its docstring when that halves it (28b)

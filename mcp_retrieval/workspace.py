@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp_retrieval import rules
-from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, lead_file, module_heads
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -263,8 +263,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
-                candidates = module_heads.after_definitions(file_rank.with_file_evidence(candidates))
-                candidates = lead_file.with_lead_file_matches(candidates, budget_tokens, self._matches_in(parts))
+                candidates = file_rank.with_file_evidence(candidates)
                 if rules.current().continuations:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered
@@ -312,20 +311,6 @@ class Workspace:
         if debug and lead.ranked is not None:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
         return result
-
-    def _matches_in(self, parts: list[Gathered]):
-        """`lead_file`'s search of one file: its best chunks for the question as that root's
-        stages read it (none for a file changed since it was indexed, as `_stored_pieces`)."""
-        queries = {p.engine.name: p.ranked.query for p in parts if p.ranked is not None}
-
-        def matches_in(root: str, path: str, limit: int) -> list:
-            engine = self.engines[root]
-            if root not in queries or path in engine.pending_paths:
-                return []
-            hits = engine.retriever.lexical.search(queries[root], limit, path=path)
-            stored = engine.store.chunks_by_id([cid for cid, _ in hits])
-            return [stored[cid] for cid, _ in hits if cid in stored]
-        return matches_in
 
     def _stored_pieces(self, root: str, path: str) -> list:
         """A file's stored chunks, for `continuation` (none for a file changed since it was indexed:

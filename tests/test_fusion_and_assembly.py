@@ -268,30 +268,6 @@ def test_an_excerpt_shows_the_code_that_matches_before_the_docstring_that_restat
         assert "total = subtotal - cart.discount" not in assemble.excerpt(text, question, 120, 1, "python")
 
 
-def test_a_files_import_block_comes_after_its_definition_the_question_matches(tmp_path):
-    from mcp_retrieval import Config, Engine
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    imports = "\n".join(f"from .transport_{i} import TimeoutError_{i}, ProxyError_{i}, RetryError_{i}" for i in range(30))
-    (root / "adapters.py").write_text(
-        f'"""Transport adapters."""\n{imports}\n\n\n'
-        "def send(request, timeout):\n    try:\n        return connect(request, timeout)\n"
-        "    except socket_timeout:\n        raise ReadTimeout(request)\n")
-    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="none"))
-    try:
-        eng.reindex()
-        question = "send raises the transport TimeoutError and ProxyError through instead of ReadTimeout on timeout"
-
-        def first():
-            return [(c.start_line, c.symbol) for c in Workspace.single(eng).context(question, budget_tokens=2000).chunks][0]
-        assert first()[1] == "send"
-        eng.config.rules = Rules(module_heads_after_definitions=False)
-        assert first()[0] == 1  # the import block matched more of the question's words
-    finally:
-        eng.close()
-
-
 def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relevance():
     # one long chunk scored first and nine short ones scored a little lower: a 4k window holds
     # the nine whole before the long one; a 2k window still leads with the long one
@@ -311,59 +287,6 @@ def test_a_wide_window_chooses_by_relevance_per_token_and_a_tighter_one_by_relev
     assert 0 in placed(2000) and not all(placed(2000).get(i) is False for i in range(1, 10))
     with applied(Rules(thrift=0.0)):  # relevance alone: the long one first, whole
         assert placed(4000)[0] is False and not all(placed(4000).get(i) is False for i in range(1, 10))
-
-
-def test_the_leading_files_own_best_matches_join_a_pool_the_whole_workspace_crowded(tmp_path):
-    # the helper the fix changes matches the question less than the near misses of fifteen other
-    # files and is left out of a pool of ten; searched inside the file that leads, it comes back
-    from mcp_retrieval import Config, Engine, lead_file
-
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "units.py").write_text(
-        "def convert_to(expr, target_units):\n    \"\"\"convert_to: convert units of expr to target_units.\"\"\"\n"
-        "    return convert_units(expr, CONVERSIONS[target_units], target_units)\n\n\n"
-        "def _conversion_matrix(expr, target_units):\n    dims = dimension_of(expr)\n"
-        + "".join(f"    row_{n} = solve_row(dims, {n})\n" for n in range(25))
-        + "    return solve_least_squares(dims, target_units)\n")
-    for i in range(15):  # near misses: more of the question's words than the helper holds
-        (root / f"units_{i}.py").write_text(
-            f"def units_{i}(expr, target_units):\n    \"\"\"units of expr {i}: combines orthogonal units, "
-            f"a wrong dimension.\"\"\"\n    return combine_units(expr, target_units, {i})\n")
-    for i in range(60):  # and the rest of a workspace, holding none of them
-        (root / f"misc_{i}.py").write_text(f"def helper_{i}(value):\n    return value * {i}\n")
-    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="none"))
-    eng.config.pool_size = 10
-    eng.config.graph = False  # here the graph's walk from `convert_to` reaches the helper; in sympy it did not
-    try:
-        eng.reindex()
-        question = "convert_to combines orthogonal units: convert_to(expr, target_units) gives a wrong dimension"
-
-        def shown():
-            return {c.symbol for c in Workspace.single(eng).context(question, budget_tokens=4000).chunks if c.path == "units.py"}
-        assert shown() == {"convert_to", "_conversion_matrix"}
-        assert {c.symbol for c in Workspace.single(eng).context(question, budget_tokens=lead_file.ABOVE_BUDGET).chunks
-                if c.path == "units.py"} == {"convert_to"}  # a tighter window keeps its room for other files
-        eng.config.rules = Rules(lead_file_matches=False)
-        assert shown() == {"convert_to"}
-    finally:
-        eng.close()
-
-
-def test_lead_file_matches_rank_below_the_files_best_and_never_lower_a_stronger_candidate():
-    from mcp_retrieval import lead_file
-
-    lead, other, strong = make_candidate(1, 50, 1.0), make_candidate(2, 50, 0.9), make_candidate(8, 50, 0.95)
-    weak, missing = make_candidate(15, 50, 0.1), make_candidate(22, 50, 0.0).chunk
-    assert lead.chunk.path == strong.chunk.path == weak.chunk.path == missing.path != other.chunk.path
-    pool = lead_file.with_lead_file_matches([lead, strong, other, weak], 4000,
-                                            lambda root, path, limit: [strong.chunk, weak.chunk, missing][:limit])
-    scores = {c.chunk.id: round(c.score, 3) for c in pool}
-    assert scores[strong.chunk.id] == 0.95  # already above its place: kept
-    assert scores[weak.chunk.id] == round(lead_file.SHARE - lead_file.STEP, 3)  # raised
-    assert scores[missing.id] == round(lead_file.SHARE - 2 * lead_file.STEP, 3)  # added
-    assert [c.score for c in pool] == sorted((c.score for c in pool), reverse=True)
-    assert len(lead_file.with_lead_file_matches([lead], lead_file.ABOVE_BUDGET, lambda *_: [missing])) == 1
 
 
 def test_a_class_comes_without_its_docstring_at_every_budget():

@@ -215,60 +215,6 @@ def test_a_pasted_report_ranks_test_code_as_far_down_as_prose():
         assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.test_factor)
 
 
-def test_a_pasted_report_ranks_repository_scripts_after_the_code_they_call():
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
-
-    w = RerankWeights()
-    report = signals_for("Collecting a parametrized fixture takes minutes since 6.2 with many params. " * 6, [], "default")
-    code = candidate("src/_pytest/fixtures.py", 1.0, "def getfixturevalue(self, argname):\n    return self._get(argname)\n")
-    for path in ("bench/manyparam.py", "setup.py", "scripts/release.py", "release/fabfile.py"):
-        script = candidate(path, 1.0, "def test_it(param):\n    getfixturevalue('param')\n")
-        assert structural_factor(script, report, w)[0] == pytest.approx(w.prose_factor_bug_report), path
-    assert structural_factor(code, report, w)[0] == 1.0
-    nested = candidate("src/pkg/bin/tool.py", 1.0, "def run():\n    pass\n")  # only the root's script folders
-    assert structural_factor(nested, report, w)[0] == structural_factor(code, report, w)[0]
-    asked = signals_for("what does setup.py install?", [], "default")
-    assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), asked, w)[0] == 1.0
-    with applied(Rules(scripts_after_code_in_reports=False)):  # the rule is what decides it
-        assert structural_factor(candidate("setup.py", 1.0, "setup(name='x')\n"), report, w)[0] == 1.0
-
-
-def test_a_pasted_report_ranks_vendored_third_party_code_after_the_project():
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
-
-    w = RerankWeights()
-    report = signals_for("requests raises urllib3's DecodeError instead of its own ContentDecodingError. " * 6, [], "default")
-    for path in ("requests/packages/urllib3/response.py", "cextern/wcslib/C/wcs.c", "src/pip/_vendor/idna/core.py"):
-        assert structural_factor(candidate(path, 1.0), report, w)[0] == pytest.approx(w.prose_factor_bug_report), path
-    for path in ("requests/adapters.py", "packages/core/src/index.ts", "sympy/external/importtools.py"):
-        assert structural_factor(candidate(path, 1.0), report, w)[0] == 1.0, path  # a monorepo's packages are its code
-    with applied(Rules(vendored_after_code_in_reports=False)):  # the rule is what decides it
-        assert structural_factor(candidate("cextern/wcslib/C/wcs.c", 1.0), report, w)[0] == 1.0
-
-
-def test_a_pasted_report_ranks_the_exception_it_names_after_the_code_that_raises_it():
-    from dataclasses import replace
-
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
-
-    w = RerankWeights()
-    report = signals_for("Traceback ... pylint.config.exceptions._UnrecognizedOptionError: option -Q. " * 6, [], "default")
-    declared = candidate("pylint/config/exceptions.py", 1.0, "class _UnrecognizedOptionError(Exception):\n    pass\n")
-    named = replace(declared.chunk, path="src/conn.py", symbol="ConnectionError")
-    module = replace(declared.chunk, path="requests/exceptions.py", symbol=None)
-    raising = replace(declared.chunk, path="pylint/config/config_initialization.py", symbol="_config_initialization")
-    long_one = replace(declared.chunk, path="src/conn.py", symbol="HugeError", end_line=200)
-    assert structural_factor(declared, report, w)[0] == pytest.approx(w.declaration_factor)
-    for chunk in (named, module):
-        assert structural_factor(Candidate(chunk=chunk, score=1.0), report, w)[0] == pytest.approx(w.declaration_factor)
-    for chunk in (raising, long_one):  # the raise site; a long class that does more than declare
-        assert structural_factor(Candidate(chunk=chunk, score=1.0), report, w)[0] == 1.0
-    question = signals_for("what raises ConnectionError?", [], "default")  # not a report
-    assert structural_factor(Candidate(chunk=named, score=1.0), question, w)[0] == 1.0
-    with applied(Rules(exception_declarations_after_code_in_reports=False)):  # the rule decides it
-        assert structural_factor(declared, report, w)[0] == 1.0
-
-
 def test_a_files_suffix_and_map_folder_are_read_as_pathlib_reads_them():
     from pathlib import PurePosixPath
 
