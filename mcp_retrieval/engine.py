@@ -60,8 +60,7 @@ class Engine:
         self.embedder = self._load_embedder() if embedder == "auto" else embedder
         self.indexer = Indexer(config.root, config.index_dir, self.cache, self.embedder)
         self.store = self.indexer.store
-        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder,
-                                   root_name=config.root.name)
+        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder)
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = self._open_history() if config.history else None
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,

@@ -63,7 +63,6 @@ _FROM_IMPORT = re.compile(r"^[ \t>.]*from[ \t]+([A-Za-z_][\w.]{0,200}+)[ \t]+imp
 # A long command-line option, `--collect-only`: the code that declares it holds it as a string
 _OPTION = re.compile(r"(?<![\w-])--([a-z][a-z0-9]{1,40}(?:-[a-z0-9]{1,40}){0,5})(?![\w-])")
 MIN_OPTION_CHARS = 5  # `--all`, `--opt` are in every tool
-_USED_AS_CODE = re.compile(r"\b([A-Za-z_]\w*)(?:[ \t]*\(|\.[A-Za-z_])")  # called, or followed by an attribute
 _BACKTICK = re.compile(r"`{1,3}([^`\n]{1,200})`{1,3}")
 _CALL = re.compile(r"\b([A-Za-z_]\w*)!?\s*\(")  # calls, and Rust macro calls `name!(`
 _IDENT = re.compile(r"\b([A-Za-z_]\w*)\b")
@@ -118,10 +117,6 @@ class Anchors:
     errors: list[str] = field(default_factory=list)
     messages: list[str] = field(default_factory=list)  # literal parts of quoted messages, longest first
     options: list[str] = field(default_factory=list)  # command-line options it names (`--collect-only`)
-    # `pkg.Name` read from `from pkg import Name` and written nowhere else: a name, not a module path
-    imported_only: set[str] = field(default_factory=set)
-    # Capitalized words written only in running text ("Sphinx 3.2 complains"), never as code
-    prose_names: set[str] = field(default_factory=set)
     active_files: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -137,19 +132,6 @@ def _code_like(name: str) -> bool:
         return False
     return "_" in name or any(c.isupper() for c in name[1:]) or (name[0].isupper() and name[1:].islower() and
                                                                   len(name) > 3)
-
-
-def _prose_only_names(query: str, running: str, code_spans: list[str]) -> set[str]:
-    """Capitalized words (`Sphinx`, `Matrix`) the question writes only in running text (`running`:
-    the question without its fenced blocks): not in a fenced block or a backtick span, never
-    called or followed by an attribute."""
-    as_code = set(_IDENT.findall("\n".join([*code_spans, *fenced_blocks(query)]))) | set(_USED_AS_CODE.findall(query))
-    return {name for name in _IDENT.findall(_BACKTICK.sub(" ", running)) if _prose_cased(name) and name not in as_code}
-
-
-def _prose_cased(name: str) -> bool:
-    """A Capitalized word of four letters or more: code-like only by its first letter."""
-    return len(name) > 3 and name[0].isupper() and name[1:].islower()
 
 
 def extract(query: str, active_files: list[str] | None = None) -> Anchors:
@@ -181,7 +163,7 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
         links[m.start("path")] = span[0]
         if span not in anchors.links:
             anchors.links.append(span)
-    running = prose(query)  # outside fenced blocks: where a pointer or a prose-only name is written
+    running = prose(query)  # outside fenced blocks: where a pointer is written
     for m in _POINTER.finditer(running):
         line = int(m.group("line"))
         span = (m.group("path").lstrip("./"), line, line)
@@ -211,7 +193,6 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
             name = (name.split() or [""])[0]  # `B as C` imports B
             if name.isidentifier() and f"{m.group(1)}.{name}" not in anchors.dotted:
                 anchors.dotted.append(f"{m.group(1)}.{name}")
-                anchors.imported_only.add(f"{m.group(1)}.{name}")
     # a module named only as where imported names come from is not itself what the question is about
     anchors.dotted = [d for d in anchors.dotted
                       if not imported_from[d] or len(re.findall(rf"(?<![\w.]){re.escape(d)}(?![\w])", query)) > imported_from[d]]
@@ -226,7 +207,6 @@ def extract(query: str, active_files: list[str] | None = None) -> Anchors:
     for name in _IDENT.findall(query):
         if _code_like(name):
             anchors.identifiers[name] += 1
-    anchors.prose_names = _prose_only_names(query, running, code_spans)
     scoped = [m.group(1) for m in _SCOPED.finditer(query)] + [m.group(0) for m in _RUBY_METHOD.finditer(query)]
     for written in scoped:  # `Type::method` and `Type#method` read like `Type.method` to the symbol index
         dotted = dotted_name(written)

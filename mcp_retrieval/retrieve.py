@@ -28,16 +28,9 @@ CHUNKS_PER_ANCHORED_FILE = 3
 NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat among its file's path hits
 # Outside Python a lone word before a dot (`gin.Default`, `router.get`, `ctx.Header`) is a package,
 # namespace or receiver, not a file: `gin.go` holding no `Default` is not what the question names.
-# (`Rules.one_word_modules_only_python`; the four rules below are `Rules` switches too.)
-# "Sphinx 3.2 complains": the project's own name in running text is not its class `Sphinx`
-# (docs/BENCHMARKS-history.md 20b)
-# `from sympy import Derivative` does not point at `sympy/__init__.py` (docs/BENCHMARKS-history.md 20d)
+# (`Rules.one_word_modules_only_python`; the rule below is a `Rules` switch too.)
 # A written path names at most three files: `src/lib.rs` in a workspace of crates, or a bare
 # `index.js`, `lib.rs`, `mod.rs`, `main.go`, `__init__.py` (any folder's), names none of them.
-# `import sympy`, `sympy.__version__`, `from xarray import *`: the workspace's top-level package
-# named as a whole is the library every report imports, not where it points; its `__init__.py`
-# (a re-export list) is no module anchor (subpackages such as `sphinx.ext.autodoc` still are).
-_TOP_PACKAGE_INIT = re.compile(r"^(?:src/|lib/)?[^/]+/__init__\.pyi?$")
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
@@ -68,13 +61,6 @@ def _js_variants(parts: list[str]) -> list[list[str]]:
     out += [[*parts[:-1], stem + e] for e in JS_SOURCE_EXTENSIONS if e != "." + ext]
     out += [[*parts[:-1], stem, "index" + e] for e in JS_SOURCE_EXTENSIONS]
     return out
-
-
-def project_name(root_name: str) -> str:
-    """What a project calls itself, lowercased: its folder's name, or the part after `__` in a
-    folder named `owner__name` (as mirrors and benchmarks lay them out). Its main code folder was
-    tried too and named `binding`, `locale`, `internal` in a third of the multilingual projects."""
-    return root_name.rsplit("__", 1)[-1].lower()
 
 
 class PathResolver:
@@ -108,31 +94,27 @@ class PathResolver:
                     return hits[:3]
         return []
 
-    def resolve_module(self, dotted: str, exact: bool = False) -> list[str]:
+    def resolve_module(self, dotted: str) -> list[str]:
         """The files a dotted name names: the longest prefix that is a module (`pkg.mod.Name` ->
-        `pkg/mod.py`), or with `exact` the whole name only."""
+        `pkg/mod.py`)."""
         parts = dotted.split(".")
-        for size in range(len(parts), len(parts) - 1 if exact else 0, -1):
+        for size in range(len(parts), 0, -1):
             hits = self._by_module.get(".".join(parts[:size]), [])
             if size == 1 and len(hits) > 2:  # a common stem names nothing in particular
                 continue
             if size == 1 and rules.current().one_word_modules_only_python:
                 hits = [h for h in hits if h.endswith((".py", ".pyi"))]
-            if size == 1 and rules.current().top_package_is_no_module_anchor:
-                hits = [h for h in hits if not _TOP_PACKAGE_INIT.match(h)]
             if hits:
                 return hits[:2]
         return []
 
 
 class Retriever:
-    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None,
-                 root_name: str = ""):
+    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None):
         self.store = store
         self.lexical = lexical
         self.vectors = vectors
         self.embedder = embedder
-        self.project = project_name(root_name)
         self._resolver: PathResolver | None = None
         self._resolver_key: str | None = None
 
@@ -184,10 +166,7 @@ class Retriever:
         for written in [*anchors.active_files, *anchors.paths]:
             files.extend(resolver.resolve_path(written))
         for dotted in anchors.dotted:
-            # `from pkg import Name`: the module is named only as where Name comes from (its
-            # `__init__.py` re-exports everything); `from pkg import mod` still names `pkg/mod.py`
-            exact = rules.current().imported_name_names_no_package and dotted in anchors.imported_only
-            files.extend(resolver.resolve_module(dotted, exact=exact))
+            files.extend(resolver.resolve_module(dotted))
         files = list(dict.fromkeys(files))[:12]
         frame_funcs = {f[2] for f in anchors.frames if f[2]}
         hits: list[tuple[str, float]] = []
@@ -268,9 +247,7 @@ class Retriever:
                     qual = ".".join(parts[-size:])
                     for path, line in self.store.definitions_ending(qual):
                         credits.append((path, line, 3.0))
-        own = self.project if rules.current().project_name_in_prose_is_no_symbol else None
-        mentions = {name: count for name, count in anchors.identifiers.most_common(40)
-                    if not (name in anchors.prose_names and name.lower() == own)}
+        mentions = dict(anchors.identifiers.most_common(40))
         credits += self._definition_credits(mentions)
         return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
 

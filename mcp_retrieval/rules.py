@@ -32,10 +32,7 @@ class Rules:
     located_messages: bool = True  # a quoted message found at its format string (25a)
     # anchors (retrieve)
     one_word_modules_only_python: bool = True  # a bare `utils` names a module in Python only
-    project_name_in_prose_is_no_symbol: bool = True  # "Sphinx 3.2 complains" is not `class Sphinx` (20b)
-    imported_name_names_no_package: bool = True  # `from pkg import Name` does not point at pkg/__init__.py
     strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
-    top_package_is_no_module_anchor: bool = True  # `import sympy` points at no module (21b)
     # the pool (pipeline)
     vectors_only_add: bool = True  # `packet`: with vectors the pool is the one without them plus the dense tiers' finds (42h)
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,

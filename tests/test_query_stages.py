@@ -338,46 +338,6 @@ def test_the_title_is_also_searched_with_adjacent_words_joined(engine):
     assert top.path == "src/shop/manpage.py" and "title" in top.tiers
 
 
-def test_the_projects_own_name_in_running_text_is_not_its_class(tmp_path):
-    from mcp_retrieval import Config, Engine
-    from mcp_retrieval.indexers.embed import HashEmbedder
-
-    root = tmp_path / "shop"  # the project's folder carries its name, as a clone does
-    (root / "shop").mkdir(parents=True)
-    (root / "shop" / "application.py").write_text("class Shop:\n    def __init__(self, config):\n        self.config = config\n")
-    (root / "shop" / "pricing.py").write_text("class PriceRounder:\n    def round_price(self, value):\n        return round(value, 2)\n")
-    eng = Engine(Config.resolve(root, tmp_path / "index", persist_sessions=False), embedder=HashEmbedder())
-    try:
-        eng.reindex()
-
-        def symbol_files(question):
-            hits = eng.retriever.symbol_hits(extract(question, []))
-            return {eng.store.chunks_by_id([cid])[cid].path for cid, _ in hits}
-
-        prose = "Shop 2.1 rounds prices wrong\nSince Shop 2.1 the PriceRounder gives 0.3 for 0.25. Shop docs say 0.2."
-        assert symbol_files(prose) == {"shop/pricing.py"}
-        assert "shop/application.py" in symbol_files(prose + "\n```\nshop = Shop(config)\n```")  # written as code
-    finally:
-        eng.close()
-
-
-def test_a_name_imported_from_a_package_does_not_point_at_its_init(engine):
-    question = "Totals are wrong\n```\nfrom shop import Cart\nfrom shop import pricing\nCart().total()\n```"
-    _, files = engine.retriever.path_hits(extract(question, []), question)
-    assert "src/shop/pricing.py" in files  # a module imported by name is still that module
-    assert "src/shop/__init__.py" not in files  # `shop` only re-exports `Cart`
-    written = "Totals are wrong: shop.pricing.round_price is off\n```\nfrom shop import Cart\n```"
-    assert "src/shop/pricing.py" in engine.retriever.path_hits(extract(written, []), written)[1]  # written as a path
-
-
-def test_the_top_level_package_imported_as_a_whole_is_no_anchor(engine):
-
-    question = "Totals are wrong after the upgrade\n```\nimport shop\nprint(shop.__version__)\nshop.Cart().total()\n```"
-    assert "src/shop/__init__.py" not in engine.retriever.path_hits(extract(question, []), question)[1]
-    with applied(Rules(top_package_is_no_module_anchor=False)):  # the rule is what decides it
-        assert "src/shop/__init__.py" in engine.retriever.path_hits(extract(question, []), question)[1]
-
-
 ENV_DUMP = ("<details><summary>Output of <tt>shop.show_versions()</tt></summary>\n\n```\ncommit: None\n"
             "python: 3.8.3 (default, Jul  2 2020, 11:26:31)\npython-bits: 64\nOS: Linux\nLANG: en_US.UTF-8\n"
             "numpy: 1.18.5\npandas: 1.0.5\nh5py: 2.10.0\nnetCDF4: None\nzarr: None\ndask: 2.20.0\n"
