@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from mcp_retrieval import rules
 from mcp_retrieval.indexers.symbols import dotted_name
-from mcp_retrieval.question_parts import fenced_blocks, prose
+from mcp_retrieval.question_parts import prose
 
 # Every open-ended run in a path below is bounded ({1,512}, possessive where nothing needs to
 # backtrack into it): unbounded, they were quadratic on a pasted line without spaces — about a

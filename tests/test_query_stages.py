@@ -3,8 +3,7 @@ from mcp_retrieval.classify import classify
 from mcp_retrieval.extract import extract
 from mcp_retrieval.understand import deterministic
 from mcp_retrieval.workspace import Workspace
-from mcp_retrieval.rules import Rules, applied
-from mcp_retrieval.stages import StageLog
+from mcp_retrieval.rules import Rules
 
 TRACEBACK = '''Unit equality comparison with None raises TypeError
 ```
