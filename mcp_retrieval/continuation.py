@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from mcp_retrieval.indexers.store import StoredChunk
+from mcp_retrieval import scoring
 from mcp_retrieval.retrieve import Candidate
 
 HEAD = 12  # pieces among the first this many candidates bring their siblings
@@ -68,6 +69,6 @@ def with_continuations(candidates: Sequence[Candidate], budget: int,
                 by_id[(c.root, piece.id)] = other
             elif other.score >= target:
                 continue
-            other.score = target
+            scoring.inherit(other, target)
             other.why.append(f"the rest of {c.chunk.symbol}")
     return sorted(pool, key=lambda c: (-c.score, c.root, c.chunk.id))

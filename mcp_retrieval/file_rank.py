@@ -23,6 +23,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
+from mcp_retrieval import scoring
 from mcp_retrieval.assemble import SHINGLE_CACHE, gram_set, jaccard
 from mcp_retrieval.retrieve import Candidate
 
@@ -79,7 +80,7 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
     for c in candidates:
         key = (c.root, c.chunk.path)
         if (extra := scores[key] - best[key]) > 0:
-            c.score += extra
+            scoring.share(c, extra)
             c.why.append("other matches in the same file")
     return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 

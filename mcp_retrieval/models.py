@@ -120,6 +120,8 @@ class ChunkOut(Compact):
     tokens: int | None = Field(None, description="what it costs in the window (an excerpt or diff: what it "
                                                  "delivers); with debug")
     score: float | None = Field(None, description="fused, reranked score; with debug")
+    terms: dict[str, float] | None = Field(None, description="how the score was made (base, factors, the file's "
+                                                             "share, an inherited floor); with debug")
     tiers: list[Tier] | None = Field(None, description="retrieval tiers that found it; with debug")
     content_sha256: str | None = Field(None, description="SHA-256 of the chunk's text in the index; with debug")
     delivered: bool = Field(False, description="true: a stub (delivered earlier in this session); absent when false")
@@ -193,6 +195,8 @@ class PacketItem(Compact):
     why: str
     contributions: dict[str, float] | None = Field(None, description="with debug: the file ranker's features "
                                                    "that moved this item's file most (signed)")
+    terms: dict[str, float] | None = Field(None, description="with debug: how the chunk's score was made (base, "
+                                                             "factors)")
 
 
 class PacketResult(Compact):

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from mcp_retrieval import rules
 from mcp_retrieval.indexers.graph import CodeGraph
-from mcp_retrieval import fusion, graph_fusion
+from mcp_retrieval import fusion, graph_fusion, scoring
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
@@ -285,6 +285,6 @@ def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix:
             prefix = path_prefix.strip("/") + "/"
             for c in result.candidates:
                 if c.chunk.path.startswith(prefix) or c.chunk.path == path_prefix.strip("/"):
-                    c.score *= PATH_PREFIX_BOOST
+                    scoring.multiply(c, "path_prefix", PATH_PREFIX_BOOST)
             result.candidates.sort(key=lambda c: (-c.score, c.chunk.id))
         st["detail"] = f"{result.reranker}: {n_in} in, {len(result.candidates)} out"

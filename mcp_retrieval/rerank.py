@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_retrieval import rules
+from mcp_retrieval import rules, scoring
 from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
@@ -127,38 +127,50 @@ def _named_in_conversation(c: Candidate, s: RerankSignals) -> bool:
     return c.chunk.path in s.turn_files or bool(c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names)
 
 
-def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
-    factor, why = 1.0, []
+def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[dict[str, float], list[str]]:
+    """The structural evidence on a chunk as named factors (`scoring` multiplies them into the
+    score, in this order) and the reasons shown in `why`."""
+    factors: dict[str, float] = {}
+    why: list[str] = []
     if c.chunk.path in s.anchored_files:
-        factor *= w.anchored_file_factor if s.structural else 1.0
+        if s.structural:
+            factors["named_file"] = w.anchored_file_factor
         why.append("file named in the question")
     if "symbol" in c.raw:
-        factor *= w.symbol_factor if s.structural else 1.0
+        if s.structural:
+            factors["defines_name"] = w.symbol_factor
         why.append("defines a name in the question")
     if "message" in c.raw:
         why.append("holds a message the question quotes, verbatim (or declares an option it names)")
     if _named_in_conversation(c, s):
-        factor *= w.turn_factor
+        factors["conversation"] = w.turn_factor
         why.append("named in the recent conversation")
     if s.exact_lookup and "symbol" in c.raw:
-        return factor, why  # asked for this name by name: no demotion of where it is defined
+        return factors, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-        factor *= w.prose_factor_bug_report if s.bug_report and rules.current().tests_as_prose_in_reports else w.test_factor
+        factors["test"] = w.prose_factor_bug_report if s.bug_report and rules.current().tests_as_prose_in_reports \
+            else w.test_factor
         why.append("test code, ranked after code")
     if not s.structural:  # `packet`: the conversation's factor (a contract) and the test chunks'
-        return factor, why  # demotion (a file-level feature cannot see Rust's inline test modules)
+        return factors, why  # demotion (a file-level feature cannot see Rust's inline test modules)
     if c.chunk.priority == PRIORITY_LAST:
-        factor *= w.generated_factor
+        factors["generated"] = w.generated_factor
         why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
-        factor *= w.prose_factor_bug_report if s.bug_report else w.prose_factor
+        factors["prose"] = w.prose_factor_bug_report if s.bug_report else w.prose_factor
     if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
-        factor *= w.deprecated_factor
+        factors["deprecated"] = w.deprecated_factor
         why.append("marked deprecated: ranked after its replacement")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
-        factor *= w.template_factor
+        factors["template"] = w.template_factor
         why.append("issue template: a report echoes it")
-    return factor, why
+    return factors, why
+
+
+def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
+    """The structural factors multiplied together, and their reasons."""
+    factors, why = structural_factors(c, s, w)
+    return math.prod(factors.values()), why
 
 
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
@@ -200,8 +212,8 @@ class ZScoreReranker:
         for i, c in enumerate(candidates):
             z = sum(self.tier_weights.get(t, 1.0) * per_tier[t][i] for t in Z_TIERS) / total_w
             blended = w.fused * (c.fused / top) + w.zscore * (1 / (1 + math.exp(-z)))
-            factor, why = structural_factor(c, signals, w)
-            c.score = blended * factor
+            factors, why = structural_factors(c, signals, w)
+            scoring.set_base(c, blended, factors)
             c.why.extend(why)
         return sorted(candidates, key=lambda c: (-c.score, c.chunk.id))
 
@@ -212,7 +224,7 @@ class IdentityReranker:
     def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
         top = max((c.fused for c in candidates), default=1.0) or 1.0
         for c in candidates:
-            c.score = c.fused / top
+            scoring.set_base(c, c.fused / top)
         return sorted(candidates, key=lambda c: (-c.score, c.chunk.id))
 
 
@@ -259,14 +271,15 @@ class CrossEncoderReranker:
             if len(scores) != len(part) or any(not math.isfinite(float(s)) for s in scores):
                 raise ValueError("cross-encoder returned scores that do not describe the candidates")
             for c, s in zip(part, scores):
-                factor, _ = structural_factor(c, signals, self.fallback.weights)
+                factors, _ = structural_factors(c, signals, self.fallback.weights)
                 c.raw["rerank"] = float(s)
-                c.score = (1 / (1 + math.exp(-float(s)))) * factor
+                scoring.set_base(c, 1 / (1 + math.exp(-float(s))), factors)
             read += len(part)
             if time.perf_counter() - started >= self.time_budget_s:
                 break
         done, rest = sorted(head[:read], key=lambda c: (-c.score, c.chunk.id)), ordered[read:]
         floor = min((c.score for c in done), default=0.0)
         for c in rest:  # the unread rest stays below the read head, in structural order
-            c.score = min(c.score, floor) * 0.99
+            scoring.cap(c, floor * 0.99)  # 0.99 x min(score, floor)
+            scoring.multiply(c, "unread", 0.99)
         return done + rest

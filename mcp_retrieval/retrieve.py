@@ -42,9 +42,19 @@ class Candidate:
     raw: dict[str, float] = field(default_factory=dict)  # tier -> raw score from that source
     ranks: dict[str, int] = field(default_factory=dict)  # tier -> 1-based rank in that source
     fused: float = 0.0
-    score: float = 0.0
+    score: float = 0.0  # written by `scoring.rescore` only, from the evidence below
     why: list[str] = field(default_factory=list)
     root: str = ""  # the name of the root the chunk belongs to (several roots: one ranking)
+    # the score's evidence (scoring.py): a candidate made with a score alone takes it as its base
+    base: float | None = None
+    factors: dict[str, float] = field(default_factory=dict)
+    shared: float = 0.0
+    inherited: float = 0.0
+    cap: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.base is None:
+            self.base = self.score
 
     @property
     def tiers(self) -> list[str]:

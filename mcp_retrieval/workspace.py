@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp_retrieval import rules
-from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, scoring
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -383,7 +383,8 @@ class Workspace:
                                         end_line=c.chunk.end_line, symbol=c.chunk.symbol, score=round(c.score, 4),
                                         confidence=conf, tiers=c.tiers, content_sha256=c.chunk.sha256,
                                         fresh=state == Fresh.FRESH, action=action, tokens=c.chunk.tokens,
-                                        why=_why(c, state), contributions=explained.get((c.root, c.chunk.path))))
+                                        why=_why(c, state), contributions=explained.get((c.root, c.chunk.path)),
+                                        terms=scoring.terms(c) if debug else None))
         result = PacketResult(items=items, index=self.status())
         _set_outcome(result, outcome, debug)
         if debug and lead.ranked is not None:
@@ -461,7 +462,7 @@ def _set_outcome(result, outcome: Know | Miss, debug: bool) -> None:
 def _chunk_out(p: assemble.Placed, *, several_roots: bool, debug: bool) -> ChunkOut:
     """The root only when the window names roots; the ranking evidence only when debugging."""
     c = p.candidate
-    evidence = dict(score=round(c.score, 4), tiers=c.tiers, content_sha256=c.chunk.sha256,
+    evidence = dict(score=round(c.score, 4), terms=scoring.terms(c), tiers=c.tiers, content_sha256=c.chunk.sha256,
                     tokens=assemble.budget_tokens(p.text) if p.excerpt or p.diff else c.chunk.tokens) if debug else {}
     return ChunkOut(root=c.root if several_roots else None, path=c.chunk.path, start_line=c.chunk.start_line,
                     end_line=c.chunk.end_line, symbol=c.chunk.symbol, text=p.text,

@@ -3,7 +3,7 @@ real fix touched first?
 
     python -m mcp_retrieval.bench swebench --instances ../shared/eval/swebench_dev.jsonl \\
         --repo psf/requests=/path/to/requests.git --repo pallets/flask=/path/to/flask.git ... \\
-        --work /tmp/swebench-work [--modes bm25_file,lexical,dense,rrf,rerank,full] [--no-dense]
+        --work /tmp/swebench-work [--modes bm25_file,lexical,dense,rrf,rerank,full] [--no-dense | --embedder minilm]
 
 For each instance the repository is put at `base_commit` (incrementally), the index is updated
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
@@ -125,6 +125,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--work", default="/tmp/mcp-retrieval-swebench")
     ap.add_argument("--modes", default=",".join(ALL_MODES))
     ap.add_argument("--no-dense", action="store_true", help="lexical + anchors + graph only (fast)")
+    ap.add_argument("--embedder", choices=("static", "minilm"), default="static", help="the dense tier's model")
     ap.add_argument("--dense-code-only", action="store_true",
                     help="embed only non-test source chunks (vectors for tests and prose left pending)")
     ap.add_argument("--only", default=None, help="comma-separated repos to run")
@@ -147,7 +148,8 @@ def main(argv: list[str]) -> int:
     for row in rows:
         repo = row["repo"]
         engine, file_bm25, moved, index_s = open_instance(
-            row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None)
+            row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None,
+            embedder=args.embedder)
         defaults = Config.resolve(engine.config.root)
         base_weights, base_graph_in_packet = dict(defaults.tier_weights), defaults.graph_in_packet
         gold = gold_files(row)
