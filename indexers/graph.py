@@ -73,7 +73,7 @@ class Edges:
 class Adjacency:
     """One direction of the graph's edges, `node -> [(neighbour, edge type)]`, held as CSR arrays:
     as a dict of lists of tuples, sympy's 469k edges held ~150 MB in the two directions, and
-    building the walk's arrays from them ~100 MB more for a moment (docs/BENCHMARKS.md 40b). A
+    building the walk's arrays from them ~100 MB more for a moment (docs/BENCHMARKS-history.md 40b). A
     node's neighbours come in (neighbour, type) order."""
 
     def __init__(self, size: int, start: np.ndarray, end: np.ndarray, code: np.ndarray, types: tuple[str, ...]):

@@ -60,7 +60,7 @@ class StaticEmbedder:
     semantic = True
     # A mean of token rows is close to any text sharing common sub-words: off-topic questions
     # reach cosines of 0.5-0.8 (16 asked of the 20 semble_dev repositories: 116 of 320 answered at
-    # MiniLM's 0.40), so lexical evidence decides know/miss (12 of 320; docs/BENCHMARKS.md 40a).
+    # MiniLM's 0.40), so lexical evidence decides know/miss (12 of 320; docs/BENCHMARKS-history.md 40a).
     similarity_decides = False
 
     def __init__(self):

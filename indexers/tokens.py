@@ -39,7 +39,7 @@ def tokenizer_name() -> str:
 # mark a token of its own, so such a text's count is its punctuation marks plus the WordPiece
 # counts of its runs of letters and digits. The runs repeat (sympy: 55k distinct in 4.3M) and
 # their counts are cached; the tokenizer costs ~5 us a word, the sum a fraction of that
-# (docs/BENCHMARKS.md 42b: the same counts on 274k lines of sympy and on fuzzed text).
+# (docs/BENCHMARKS-history.md 42b: the same counts on 274k lines of sympy and on fuzzed text).
 _PLAIN = re.compile(r"[\t\n\r\x20-\x7e]*")
 _RUN = re.compile(r"[A-Za-z0-9]+")
 RUN_CACHE_MAX = 200_000

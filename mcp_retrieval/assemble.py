@@ -118,7 +118,7 @@ class Window:
 
 
 # A chunk's shingle set costs ~12 KB with its text: 20,000 of them grew a server on sympy past
-# 850 MB in 600 questions (docs/BENCHMARKS.md 43c). 4,096 hold ~50 questions' pools.
+# 850 MB in 600 questions (docs/BENCHMARKS-history.md 43c). 4,096 hold ~50 questions' pools.
 SHINGLE_CACHE = 4096
 
 
@@ -134,7 +134,7 @@ _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(
 def gram_set(words: list[str]) -> frozenset[int]:
     """Hashed 3-grams of a word sequence (a shorter sequence is one gram). The words' own hashes
     are mixed in numpy: a pool's chunks cost half of hashing each gram's tuple (the same sets up
-    to a collision in 2**64, so the same similarities; docs/BENCHMARKS.md 41a)."""
+    to a collision in 2**64, so the same similarities; docs/BENCHMARKS-history.md 41a)."""
     if len(words) < SHINGLE:
         return frozenset({hash(tuple(words))}) if words else frozenset()
     h = np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
@@ -159,7 +159,7 @@ def attr(value: object) -> str:
 @functools.lru_cache(maxsize=50_000)
 def _attr(text: str) -> str:
     """Cached: a window's headers are rendered several times while it is packed (costed, placed,
-    counted), and each value's neutralisation check was a third of assembly (docs/BENCHMARKS.md 41a)."""
+    counted), and each value's neutralisation check was a third of assembly (docs/BENCHMARKS-history.md 41a)."""
     return html.escape(neutralize(text), quote=True).replace("&lt;", "‹").replace("&gt;", "›")
 
 
@@ -397,7 +397,7 @@ class _LazyMMR:
     `weight` x its largest similarity to a chosen piece, so it is at most its bound, and the pool
     is read in order of bound until no later bound can beat the best value found. A candidate's
     shingles and similarities are computed only when it is read: most of a pool never is, and
-    computing them for every candidate was a fifth of `context` (docs/BENCHMARKS.md 41a). Picks
+    computing them for every candidate was a fifth of `context` (docs/BENCHMARKS-history.md 41a). Picks
     exactly what the eager form picks: the highest value, ties to the earlier candidate."""
 
     def __init__(self, pool: list[Candidate], bound: dict[int, float], weight: float):

@@ -3,7 +3,7 @@
 Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
 cache), MCP_RETRIEVAL_EMBEDDER (`static` default: the distilled token table of `indexers.static`,
 vectors in seconds; `minilm` for the transformer, a little more precise and minutes to embed a
-large repository, docs/BENCHMARKS.md 43d; `none` for lexical only),
+large repository, docs/BENCHMARKS-history.md 43d; `none` for lexical only),
 MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
 MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
 `indexers.embed`), MCP_RETRIEVAL_FILE_RANKER (`learned` default; `hand` orders `packet`'s files

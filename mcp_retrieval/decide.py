@@ -8,7 +8,7 @@ always `know`; so is one whose meaning a sentence model's vectors match (MiniLM:
 `similarity_decides`). Otherwise, with the static token table's vectors (the default), a logistic
 model over the evidence decides, learned on semble_dev's questions (all answerable) against
 off-topic ones asked of the same indexes (`weights/know_miss.json`, `training/know_miss_folds.py`;
-docs/BENCHMARKS.md 47f); on lexical evidence alone (no vectors, or MiniLM's below its cosine) the
+docs/BENCHMARKS-history.md 47f); on lexical evidence alone (no vectors, or MiniLM's below its cosine) the
 hand-set thresholds below decide, because the model learned for it misses a plain two-word
 question half of whose words the workspace does not use. Weak evidence is `miss` (abstain), not
 a broad fallback.
@@ -31,7 +31,7 @@ from mcp_retrieval.retrieve import Candidate
 log = logging.getLogger(__name__)
 MODEL_FILE = "know_miss.json"
 COVERAGE_TERMS = 8
-MIN_DENSE = 0.40  # a sentence model's cosine that decides alone (MiniLM; docs/BENCHMARKS.md 40e)
+MIN_DENSE = 0.40  # a sentence model's cosine that decides alone (MiniLM; docs/BENCHMARKS-history.md 40e)
 MIN_COVERAGE = 0.30
 # Without vectors a short everyday question ("radix tree path matching") rarely finds most of its
 # words in one chunk, though the workspace uses them; an off-topic one ("the capital of

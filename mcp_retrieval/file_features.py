@@ -46,7 +46,7 @@ BASE_FEATURES = (
     "exact_name",      # the question is one identifier and a chunk defines it or the file is named so
     "folder_head",     # best_rel of the strongest other of the first five files in its folder (a package)
     # the three covers again with every word cut to its English stem: "argument validation" meets
-    # `Validate.java`, "how routes are registered" `register_route` (docs/BENCHMARKS.md 41d)
+    # `Validate.java`, "how routes are registered" `register_route` (docs/BENCHMARKS-history.md 41d)
     "path_cover_stemmed",    # path_cover, every word cut to its stem
     "stem_cover_stemmed",    # stem_cover, every word cut to its stem
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem

@@ -10,7 +10,7 @@ chunks before the next file gets its turn.
 
 The Go/Rust folder lift that ran after the hand-set score (a file gained a share of the strongest
 other head file of its package: docs/BENCHMARKS-history.md 9a) is the learned ranker's
-`folder_head` feature now, and gone from the hand-set fallback (docs/BENCHMARKS.md 44b).
+`folder_head` feature now, and gone from the hand-set fallback (docs/BENCHMARKS-history.md 44b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
 `context` reads the same file evidence before it packs a window (`with_file_evidence`).
 Pure: no I/O.

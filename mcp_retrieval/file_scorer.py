@@ -5,7 +5,7 @@ version and cross-validated figures), trained by `training/train_file_ranker.py`
 history of repositories outside the evaluation list plus the dev files, folds grouped by
 repository (training/README.md). One model serves questions with and without vectors: retrained
 on pools collected with the static dense tier on, it did no better on them than these weights
-(docs/BENCHMARKS.md 40c). A file's score is the weighted sum of its standardised features;
+(docs/BENCHMARKS-history.md 40c). A file's score is the weighted sum of its standardised features;
 `contributions` says which features made it (shown with `debug`). The file is read once; a
 missing or malformed file leaves the hand-set file score in charge, with one warning.
 """

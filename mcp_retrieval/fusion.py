@@ -36,7 +36,7 @@ def pool(scores: Mapping[str, float], ranked: Mapping[str, Sequence[str]], weigh
     """The first `size` ids by fused score (`scores`: `rrf` of `ranked`), then any of the first
     `size` of the fusion without the `adding_only` tiers that those left out: such tiers add ids
     to the pool and never push one out (the dense tiers: the file ranker learned on pools without
-    vectors; docs/BENCHMARKS.md 42h)."""
+    vectors; docs/BENCHMARKS-history.md 42h)."""
     head = order(scores)[:size]
     if any(tier in ranked for tier in adding_only):
         chosen = set(head)

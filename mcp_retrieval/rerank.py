@@ -5,7 +5,7 @@ the pool and blended with the fused rank score, then structural signals apply â€
 files the question names, chunks defining names it uses, and demotion of test and prose files
 for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic. For
 `packet` only the test demotion and the conversation's signal apply (`RerankSignals.structural`):
-its learned file ranker weighs the rest as features (docs/BENCHMARKS.md 43b).
+its learned file ranker weighs the rest as features (docs/BENCHMARKS-history.md 43b).
 
 `cross-encoder`: fastembed's TextCrossEncoder from a folder the user supplies (no weights are
 obtainable offline here); scores (original query, chunk) pairs over the head of the pool. Any

@@ -45,7 +45,7 @@ def evaluation_repos(path: Path) -> set[str]:
 def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: int = 0):
     """(sha, parent, message, modified source files) of the newest `limit` describing commits
     (`min_words`: only those whose message has more words than that, as `file_features` counts
-    a question's: pasted-issue-length questions, docs/BENCHMARKS.md 46c)."""
+    a question's: pasted-issue-length questions, docs/BENCHMARKS-history.md 46c)."""
     return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and not _NOT_A_FIX.search(m)
                           and not _NOT_DESCRIPTIVE.search(m) and (not min_words or len(question_words(m)) > min_words),
                           new_file_statuses=("A", "D", "R"), max_message=4000)

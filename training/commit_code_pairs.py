@@ -5,7 +5,7 @@ training data for the static token table (`training.train_static`), as issue 53 
 
 A commit message says in an author's words what changed and why ("Fix crash when the server
 restarts"), often in words the code itself does not use: what documentation -> code pairs
-(`training.doc_code_pairs`, docs/BENCHMARKS.md 41c) rarely hold. For the newest describing commits
+(`training.doc_code_pairs`, docs/BENCHMARKS-history.md 41c) rarely hold. For the newest describing commits
 of each repository of training/repos.txt (the ranker's own selection, `collect.described_commits`:
 one to three existing source files modified, no release, merge or typo commits; none of
 ../shared/eval/evaluation_repos.txt), the pair is (the message's subject and first paragraph, at

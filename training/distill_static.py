@@ -5,7 +5,7 @@
 1. Every WordPiece token of MiniLM's vocabulary is run through the shipped int8 ONNX model alone
    (`[CLS] token [SEP]`), and its output is mean-pooled: one 384-dim vector per token.
 2. PCA to 128 dimensions (a quarter of MiniLM's 384 wide; 256 did no better on semble_dev and
-   64 lost 0.009: docs/BENCHMARKS.md 42c).
+   64 lost 0.009: docs/BENCHMARKS-history.md 42c).
 3. Each token is weighted by a/(a + p(token)) (smooth inverse frequency, a = 1e-3), p counted over
    the source files under `--corpus` tokenized as the embedder tokenizes them (identifiers split
    into their parts first), so that frequent tokens (`self`, `the`, `=`) weigh little.

@@ -1,7 +1,7 @@
 """Train and validate know/miss (`mcp_retrieval/weights/know_miss.json`, read by `decide`): a
 logistic model over the evidence `decide` gathers, for the static token table's vectors (the
 default dense tier); measured for lexical evidence alone too, where the hand-set thresholds still
-decide (docs/BENCHMARKS.md 46d-46e, 47f).
+decide (docs/BENCHMARKS-history.md 46d-46e, 47f).
 
     python -m mcp_retrieval.bench semble --vectors --embedder static --work /tmp/semble-work    # the indexes
     python -m training.know_miss_folds --work /tmp/semble-work --embedder static \
@@ -125,7 +125,7 @@ def main(argv: list[str]) -> int:
     args = ap.parse_args(argv)
     if args.out and args.embedder != "static":
         ap.error("--out writes the static table's model: --embedder static (lexical evidence keeps the "
-                 "hand-set thresholds, docs/BENCHMARKS.md 47f)")
+                 "hand-set thresholds, docs/BENCHMARKS-history.md 47f)")
     off_topic = list(calibrate.OFF_TOPIC)
     if args.more_off_topic:
         off_topic += [line.strip() for line in Path(args.more_off_topic).read_text().splitlines() if line.strip()]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 RANKING_MODULES = ("assemble", "classify", "coactivation", "config", "continuation", "decide", "file_features",
                    "file_rank", "file_scorer", "fusion", "graph_fusion", "lead_file", "module_heads", "pipeline",
-                   "rerank", "retrieve", "rules")
+                   "rerank", "retrieve", "rules", "scoring")
 _ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -27,8 +27,9 @@ _NOT_TUNING_CALLS = {"range", "chr", "ord", "bytes", "uint64"}  # character tabl
 
 
 def numbers(source: str) -> int:
-    """Numeric literals (not booleans) in the module's and its classes' own assignments, less
-    those building character tables and hash seeds (`range(128)`, `np.uint64(...)`, `c >= 128`)."""
+    """Numeric literals (not booleans, not a bare 0: a field's "nothing yet" is no tuning) in the
+    module's and its classes' own assignments, less those building character tables and hash
+    seeds (`range(128)`, `np.uint64(...)`, `c >= 128`)."""
     tree = ast.parse(source)
     bodies = [tree.body] + [node.body for node in tree.body if isinstance(node, ast.ClassDef)]
     return sum(_literals(stmt.value) for body in bodies for stmt in body
@@ -37,7 +38,7 @@ def numbers(source: str) -> int:
 
 def _literals(node: ast.AST) -> int:
     if isinstance(node, ast.Constant):
-        return int(isinstance(node.value, (int, float)) and not isinstance(node.value, bool))
+        return int(isinstance(node.value, (int, float)) and not isinstance(node.value, bool) and node.value != 0)
     if isinstance(node, ast.Compare):
         return 0
     if isinstance(node, ast.Call):
