@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mcp_retrieval import rules, scoring
-from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk, is_test_path
+from mcp_retrieval import scoring
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
@@ -33,9 +33,6 @@ log = logging.getLogger(__name__)
 _DOCS_QUERY = re.compile(r"\b(docs?|documentation|readme|guide|tutorial|changelog|release notes?|install(ation)?)\b",
                          re.I)
 _TEST_QUERY = re.compile(r"\b(test suite|unit ?tests?|the tests?|test case|fixture|conftest|pytest plugin)\b", re.I)
-# A pasted report that says "the tests pass" or "a test case" is still about the code under test;
-# it is about tests when it names a test file of the workspace (a reproduction's own `test_boo`
-# is not one; BENCHMARKS 15b).
 # Folders of documentation, examples and repository chrome: code there illustrates, it is rarely the answer.
 _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|benches|announce|changelog|\.github)(/|$)",
                        re.I)
@@ -47,9 +44,6 @@ _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|P
 _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
                          r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
-# A pasted report is fixed in the code it describes: its test files (which quote the same calls and
-# values) rank after code by the prose factor for reports, not the milder one for questions.
-# (These report rules are `Rules` switches: `rules.py`.)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 Z_TIERS = ("lexical", "dense")
 
@@ -82,16 +76,8 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str, str
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
                          bug_report=bug_report, exact_lookup=query_class == "identifier",
-                         about_tests=_about_tests(query, anchored_files, bug_report),
+                         about_tests=bool(_TEST_QUERY.search(query)),
                          about_deprecation=bool(_DEPRECATION_QUERY.search(query)), structural=structural)
-
-
-def _about_tests(query: str, anchored_files: Sequence[str], bug_report: bool) -> bool:
-    if not _TEST_QUERY.search(query):
-        return False
-    if not (bug_report and rules.current().reports_about_tests_by_name):
-        return True
-    return any(is_test_path(p) for p in anchored_files)
 
 
 @dataclass
@@ -148,8 +134,7 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     if s.exact_lookup and "symbol" in c.raw:
         return factors, why  # asked for this name by name: no demotion of where it is defined
     if not s.about_tests and is_test_chunk(c.chunk.path, c.chunk.symbol, c.chunk.language):
-        factors["test"] = w.prose_factor_bug_report if s.bug_report and rules.current().tests_as_prose_in_reports \
-            else w.test_factor
+        factors["test"] = w.test_factor
         why.append("test code, ranked after code")
     if not s.structural:  # `packet`: the conversation's factor (a contract) and the test chunks'
         return factors, why  # demotion (a file-level feature cannot see Rust's inline test modules)

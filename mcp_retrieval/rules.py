@@ -38,9 +38,6 @@ class Rules:
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
     # deprecated, named file or definition, report rules below) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
-    # the rerank stage's structural signals, for pasted reports (rerank)
-    reports_about_tests_by_name: bool = True  # a report is about tests only when it names a test file
-    tests_as_prose_in_reports: bool = True  # a report's test files rank as far down as prose (21h)
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)
     excerpt_code_first: bool = True  # an excerpt matches lines of code before documentation (25d)

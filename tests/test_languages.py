@@ -11,7 +11,6 @@ from mcp_retrieval.extract import extract
 from mcp_retrieval.file_rank import rank_files, with_file_evidence
 from tests.import_reading import Imports
 from mcp_retrieval.retrieve import Candidate
-from mcp_retrieval.rules import Rules, applied
 
 
 def test_each_ecosystems_test_conventions_are_recognised():
@@ -185,34 +184,18 @@ def test_a_written_path_names_at_most_three_files_and_never_by_a_generic_name_al
     assert resolver.resolve_path("node_modules/dayjs/plugin/utc.js") == ["src/plugin/utc/index.js"]
 
 
-def test_a_pasted_report_that_mentions_tests_still_ranks_test_code_after_code():
+def test_test_code_ranks_after_code_unless_the_question_is_about_tests():
     from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
 
     test = candidate("test/src/unit-udt.cpp", 1.0, "TEST_CASE(\"pair\") { auto p = j.get<std::pair<int, int>>(); }\n")
     code = candidate("src/json.hpp", 1.0, "void from_json(const BasicJsonType& j, std::pair<Args...>& p)\n")
     w = RerankWeights()
-    report = "broken from_json for pair and tuple. The tests pass because I forgot to add a test. " * 6
+    report = "broken from_json for pair and tuple: the second element is read from the first one. " * 6
     assert len(report) >= 400
     assert structural_factor(test, signals_for(report, [], "default"), w)[0] < \
         structural_factor(code, signals_for(report, [], "default"), w)[0]
-    # naming a test file of the workspace makes the report about tests; so does a short question
-    named = signals_for(report, ["test/src/unit-udt.cpp"], "default")
-    assert "test code, ranked after code" not in structural_factor(test, named, w)[1]
     short = signals_for("which unit tests cover from_json for pairs?", [], "default")
     assert structural_factor(test, short, w)[0] == structural_factor(code, short, w)[0]
-
-
-def test_a_pasted_report_ranks_test_code_as_far_down_as_prose():
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
-
-    test = candidate("testing/test_skipping.py", 1.0, "def test_xfail_dynamic(testdir):\n    request.applymarker(mark)\n")
-    w = RerankWeights()
-    report = "Dynamically adding an xfail marker in a test no longer ignores the failure. " * 6
-    question = "where is an xfail marker added dynamically?"
-    assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.prose_factor_bug_report)
-    assert structural_factor(test, signals_for(question, [], "default"), w)[0] == pytest.approx(w.test_factor)
-    with applied(Rules(tests_as_prose_in_reports=False)):  # the rule is what decides it
-        assert structural_factor(test, signals_for(report, [], "default"), w)[0] == pytest.approx(w.test_factor)
 
 
 def test_a_files_suffix_and_map_folder_are_read_as_pathlib_reads_them():

@@ -39,25 +39,23 @@ def test_rules_in_force_are_the_blocks_own_and_restored_after_it():
     assert current() is DEFAULT
 
 
-def _test_share(engine) -> float:
-    """The test file's best score as a share of the code file's, in the engine's ranked pool for
-    `context` (`packet` leaves the structural factors to its file ranker)."""
-    gathered = engine.gather(REPORT, [], [], None, StageLog())
-    best = {}
-    for c in gathered.candidates:
-        best[c.chunk.path] = max(best.get(c.chunk.path, 0.0), c.score)
-    return best["tests/test_cart.py"] / best["shop/cart.py"]
+ENVIRONMENT = "\n\nEnvironment:\npython: 3.11.7\nnumpy: 1.26.4\nshop: 2.0.1\npytest: 8.0.0\n"
+
+
+def _question_read(engine) -> str:
+    """The question as the engine's stages read it (`Ranked.query`)."""
+    return engine.gather(REPORT + ENVIRONMENT, [], [], None, StageLog()).ranked.query
 
 
 def test_two_roots_with_different_rules_answer_at_once_each_by_its_own(tmp_path):
     served = engine_over(SOURCES, tmp_path / "a")
     flipped = engine_over(SOURCES, tmp_path / "b")
-    flipped.config.rules = Rules(tests_as_prose_in_reports=False)
+    flipped.config.rules = Rules(environment_set_aside=False)
     try:
-        alone = _test_share(served), _test_share(flipped)
-        assert alone[0] < alone[1]  # a report's test file ranks as prose only where the rule is on
+        alone = _question_read(served), _question_read(flipped)
+        assert "numpy" not in alone[0] and "numpy" in alone[1]  # the dump is set aside only where the rule is on
         with ThreadPoolExecutor(2) as pool:  # side by side, as a workspace of two roots asks them
-            together = tuple(pool.map(_test_share, [served, flipped]))
-        assert together == pytest.approx(alone)
+            together = tuple(pool.map(_question_read, [served, flipped]))
+        assert together == alone
     finally:
         served.close(), flipped.close()

@@ -1,6 +1,6 @@
 """`python -m mcp_retrieval.bench ab`: one rule on and off, in one process, question by question.
 
-Every rule that can be switched off is a field of the root's `Rules` (`rules.tests_as_prose_in_reports`,
+Every rule that can be switched off is a field of the root's `Rules` (`rules.environment_set_aside`,
 `rules.continuations`; rules.py), and every tuning constant a module-level name read at call time
 (`continuation.MAX_SHARE`). This checks each question out and indexes it once, then answers it
 twice — arm `served` with the rules and constants as the code has them, arm `flipped` with each
