@@ -152,12 +152,6 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     return factors, why
 
 
-def structural_factor(c: Candidate, s: RerankSignals, w: RerankWeights) -> tuple[float, list[str]]:
-    """The structural factors multiplied together, and their reasons."""
-    factors, why = structural_factors(c, s, w)
-    return math.prod(factors.values()), why
-
-
 def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
     """Per-tier z-scores over the pool. Absent from a tier counts as that tier's floor — except a
     chunk with no vector yet (lexical-first indexing), which the dense tier could not have found:

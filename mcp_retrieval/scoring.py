@@ -22,15 +22,14 @@ file ranker (`file_scorer`) over features of their chunks.
 
 from __future__ import annotations
 
+import math
+
 from mcp_retrieval.retrieve import Candidate
 
 
 def rescore(c: Candidate) -> float:
     """Write `c.score` from its recorded evidence, and return it."""
-    product = 1.0
-    for f in c.factors.values():
-        product *= f
-    s = c.base * product
+    s = c.base * math.prod(c.factors.values())  # left to right, in the order they were found
     if c.cap is not None:
         s = min(s, c.cap)
     s += c.shared

@@ -13,6 +13,16 @@ from tests.import_reading import Imports
 from mcp_retrieval.retrieve import Candidate
 
 
+def structural_factor(c, s, w):
+    """The rerank stage's structural factors as `scoring` multiplies them (on a base of 1), and
+    their reasons."""
+    from mcp_retrieval import scoring
+    from mcp_retrieval.rerank import structural_factors
+
+    factors, why = structural_factors(c, s, w)
+    return scoring.set_base(c, 1.0, factors), why
+
+
 def test_each_ecosystems_test_conventions_are_recognised():
     tests = ["crates/searcher/src/testutil.rs", "pkg/server_test.go", "src/test/java/com/x/FooTest.java", "src/main/java/com/x/FooIT.java",
              "web/__tests__/app.js", "web/app.test.ts", "web/app.spec.js", "tests/cli.rs", "projects/Misc.tests.cpp",
@@ -130,7 +140,7 @@ def test_a_go_panic_pasted_with_crlf_line_ends_gives_its_frames_deepest_first_wi
 
 
 def test_deprecated_code_ranks_below_its_replacement_unless_asked_about_deprecation():
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+    from mcp_retrieval.rerank import RerankWeights, signals_for
 
     old = candidate("a.py", 1.0, 'def parse_old(x):\n    warnings.warn("use parse", DeprecationWarning)\n')
     new = candidate("b.py", 1.0, "def parse(x):\n    return int(x)\n")
@@ -185,7 +195,7 @@ def test_a_written_path_names_at_most_three_files_and_never_by_a_generic_name_al
 
 
 def test_test_code_ranks_after_code_unless_the_question_is_about_tests():
-    from mcp_retrieval.rerank import RerankWeights, signals_for, structural_factor
+    from mcp_retrieval.rerank import RerankWeights, signals_for
 
     test = candidate("test/src/unit-udt.cpp", 1.0, "TEST_CASE(\"pair\") { auto p = j.get<std::pair<int, int>>(); }\n")
     code = candidate("src/json.hpp", 1.0, "void from_json(const BasicJsonType& j, std::pair<Args...>& p)\n")
