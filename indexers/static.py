@@ -4,7 +4,9 @@ A text's vector is the normalised mean of its WordPiece tokens' rows: no transfo
 index or query time, so a repository gets vectors in seconds instead of minutes (two cores),
 in numpy only. Identifiers are split into their parts before tokenizing (`getHTTPResponse`,
 `parse_url` -> `get HTTP Response`, `parse url`): WordPiece alone cuts code names at arbitrary
-places. The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`, float16) and
+places. A table may carry its own tokenizer: MiniLM's WordPiece vocabulary with code's frequent
+words added whole (`parse`, `middleware`, `mutex` are `par ##se`, `middle ##ware`, `mut ##ex` in
+MiniLM's; each added word's row is MiniLM's reading of the whole word). The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`, float16) and
 its sha256 is checked at load. Selected with `MCP_RETRIEVAL_EMBEDDER=static`.
 """
 
@@ -36,19 +38,31 @@ def split_identifiers(text: str) -> str:
     return CAMEL_BOUNDARY.sub(" ", text).replace("_", " ")
 
 
-@functools.lru_cache(maxsize=1)
-def _tokenizer():
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json"))
+def _plain(tokenizer):
     tokenizer.no_padding()
     tokenizer.no_truncation()
     return tokenizer
 
 
-def tokenize_batch(texts: Sequence[str]) -> list[list[int]]:
-    """Token ids of each text (identifiers split, no special tokens), at most MAX_TOKENS each."""
-    encodings = _tokenizer().encode_batch_fast([split_identifiers(t) for t in texts], add_special_tokens=False)
+@functools.lru_cache(maxsize=1)
+def _tokenizer():
+    """MiniLM's own WordPiece tokenizer (a table without a tokenizer of its own reads with it)."""
+    from tokenizers import Tokenizer
+
+    return _plain(Tokenizer.from_file(str(tokenizer_dir() / "tokenizer.json")))
+
+
+def tokenizer_from_json(text: str):
+    from tokenizers import Tokenizer
+
+    return _plain(Tokenizer.from_str(text))
+
+
+def tokenize_batch(texts: Sequence[str], tokenizer=None) -> list[list[int]]:
+    """Token ids of each text (identifiers split, no special tokens), at most MAX_TOKENS each;
+    `tokenizer` defaults to MiniLM's."""
+    encodings = (tokenizer or _tokenizer()).encode_batch_fast([split_identifiers(t) for t in texts],
+                                                              add_special_tokens=False)
     return [e.ids[:MAX_TOKENS] for e in encodings]
 
 
@@ -80,9 +94,11 @@ class StaticEmbedder:
         try:
             with np.load(io.BytesIO(data)) as npz:
                 self.table = npz["table"].astype(np.float32)
-        except (OSError, ValueError, KeyError) as exc:  # not an .npz, or no `table` in it
+                self.tokenizer = (tokenizer_from_json(str(npz["tokenizer"])) if "tokenizer" in npz.files
+                                  else _tokenizer())
+        except Exception as exc:  # not an .npz, no `table` in it, a tokenizer that does not parse
             raise ModelUnavailable(f"static embedding table unreadable ({exc})") from exc
-        vocabulary = _tokenizer().get_vocab_size()
+        vocabulary = self.tokenizer.get_vocab_size()
         if self.table.ndim != 2 or self.table.shape[0] < vocabulary:
             raise ModelUnavailable(f"static embedding table has shape {self.table.shape}; the tokenizer "
                                    f"needs a row for each of its {vocabulary} tokens")
@@ -90,7 +106,7 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, ids in enumerate(tokenize_batch(texts)):  # row by row: a batch's gather at once
+        for row, ids in enumerate(tokenize_batch(texts, self.tokenizer)):  # row by row: a batch's gather at once
             if ids:                                          # held ~230 MB and ran 5x slower
                 out[row] = self.table[ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)

@@ -67,3 +67,26 @@ def test_the_static_model_is_a_dense_tier(workspace, tmp_path):
         assert ws.packet("cart items and discount codes").know is not None
     finally:
         engine.close()
+
+
+def test_a_table_with_its_own_tokenizer_reads_added_words_whole(monkeypatch, tmp_path):
+    from training.distill_static import extended_tokenizer_json
+
+    shipped = static.StaticEmbedder()
+    assert len(static.tokenize_batch(["mutex"], shipped.tokenizer)[0]) > 1  # MiniLM cuts it: `mut ##ex`
+    spec = extended_tokenizer_json(["mutex"])
+    row = np.zeros((1, shipped.dim), dtype=np.float16)
+    row[0, 0] = 1.0
+    candidate = tmp_path / "words.npz"
+    np.savez_compressed(candidate, table=np.concatenate([shipped.table.astype(np.float16), row]),
+                        tokenizer=np.array(spec))
+    monkeypatch.setenv(static.CANDIDATE_ENV, str(candidate))
+    model = static.StaticEmbedder()
+    assert static.tokenize_batch(["mutex"], model.tokenizer) == [[len(shipped.table)]]
+    assert np.allclose(model.embed(["mutex"])[0], row[0].astype(np.float32))
+    assert static.tokenize_batch(["mutexes"], model.tokenizer)[0][0] == len(shipped.table)  # `mutex ##es`
+    broken = tmp_path / "broken.npz"
+    np.savez_compressed(broken, table=shipped.table.astype(np.float16), tokenizer=np.array("{not json"))
+    monkeypatch.setenv(static.CANDIDATE_ENV, str(broken))
+    with pytest.raises(ModelUnavailable):
+        static.StaticEmbedder()
