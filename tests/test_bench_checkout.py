@@ -32,3 +32,17 @@ def test_checkout_moves_between_commits_and_a_second_process_is_refused(tmp_path
                          capture_output=True, text=True)
     assert out.returncode == 3 and "another process is using the work tree" in out.stdout
     assert (tree / "a.py").read_text() == "x = 3\n"
+
+
+def test_a_commit_the_snapshot_lacks_is_a_clear_error_that_leaves_the_tree(tmp_path):
+    from mcp_retrieval.bench.checkout import CommitMissing
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    first = commit(repo, {"a.py": "x = 1\n"}, "first")
+    tree = tmp_path / "work" / "trees" / "o__r"
+    checkout(repo / ".git", first, tree)
+    with pytest.raises(CommitMissing, match="not in"):
+        checkout(repo / ".git", "93b701d8d48eaf87077e707dd77eaaed0e66900f", tree)
+    assert (tree / "a.py").read_text() == "x = 1\n"

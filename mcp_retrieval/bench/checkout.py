@@ -19,9 +19,16 @@ from pathlib import Path
 from mcp_retrieval.indexers.update import WriteLock
 
 
+class CommitMissing(LookupError):
+    """The snapshot does not hold the commit (a shallow or older snapshot): the question is skipped."""
+
+
 def _ls_tree(git_dir: Path, commit: str) -> dict[str, str]:
-    out = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit], capture_output=True,
-                         check=True).stdout.decode("utf-8", "surrogateescape")
+    run = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit], capture_output=True)
+    if run.returncode:
+        raise CommitMissing(f"commit {commit[:12]} is not in {git_dir}: "
+                            f"{run.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
+    out = run.stdout.decode("utf-8", "surrogateescape")
     tree = {}
     for entry in out.split("\0"):
         if not entry:
