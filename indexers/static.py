@@ -6,8 +6,9 @@ in numpy only. Identifiers are split into their parts before tokenizing (`getHTT
 `parse_url` -> `get HTTP Response`, `parse url`): WordPiece alone cuts code names at arbitrary
 places. A table may carry its own tokenizer: MiniLM's WordPiece vocabulary with code's frequent
 words added whole (`parse`, `middleware`, `mutex` are `par ##se`, `middle ##ware`, `mut ##ex` in
-MiniLM's; each added word's row is MiniLM's reading of the whole word). The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`, float16) and
-its sha256 is checked at load. Selected with `MCP_RETRIEVAL_EMBEDDER=static`.
+MiniLM's; each added word's row is MiniLM's reading of the whole word; measured, not shipped:
+docs/BENCHMARKS.md 51a). The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`,
+float16) and its sha256 is checked at load. Selected with `MCP_RETRIEVAL_EMBEDDER=static`.
 """
 
 from __future__ import annotations
@@ -106,8 +107,9 @@ class StaticEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, ids in enumerate(tokenize_batch(texts, self.tokenizer)):  # row by row: a batch's gather at once
-            if ids:                                          # held ~230 MB and ran 5x slower
+        # row by row: a batch's gather at once held ~230 MB and ran 5x slower
+        for row, ids in enumerate(tokenize_batch(texts, self.tokenizer)):
+            if ids:
                 out[row] = self.table[ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms > 0, norms, 1.0)
