@@ -46,3 +46,7 @@ def test_a_commit_the_snapshot_lacks_is_a_clear_error_that_leaves_the_tree(tmp_p
     with pytest.raises(CommitMissing, match="not in"):
         checkout(repo / ".git", "93b701d8d48eaf87077e707dd77eaaed0e66900f", tree)
     assert (tree / "a.py").read_text() == "x = 1\n"
+    from mcp_retrieval.bench.checkout import opened_instances  # the benches skip such a question
+
+    row = {"instance_id": "o__r-1", "repo": "o/r", "base_commit": "93b701d8d48eaf87077e707dd77eaaed0e66900f"}
+    assert list(opened_instances([row], {"o/r": str(repo / ".git")}, tmp_path / "work", {}, no_dense=True)) == []

@@ -79,8 +79,8 @@ def _corpus_texts(corpus: Path, limit_files: int) -> list[str]:
 
 def code_words(corpora: list[Path], limit_files: int, min_repos: int, min_count: int) -> list[str]:
     """The corpus's alphabetic words (identifiers split, lower-cased) that MiniLM's vocabulary does
-    not hold whole, used by at least `min_repos` repositories (a corpus folder's subfolders) and
-    `min_count` times in all, most frequent first."""
+    not hold whole, used by at least `min_repos` repositories (a corpus folder's subfolders, each
+    read to `limit_files` files) and `min_count` times in all, most frequent first."""
     from mcp_retrieval.indexers.static import _tokenizer, split_identifiers
 
     tokenizer = _tokenizer()
@@ -107,7 +107,6 @@ def extended_tokenizer_json(words: list[str]) -> str:
     vocab = spec["model"]["vocab"]
     for word in words:
         vocab[word] = len(vocab)
-    spec["truncation"] = spec["padding"] = None
     return json.dumps(spec, ensure_ascii=False)
 
 

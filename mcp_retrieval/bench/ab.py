@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from mcp_retrieval.bench import read_rows, select_rows
-from mcp_retrieval.bench.checkout import CommitMissing, open_instance
+from mcp_retrieval.bench.checkout import opened_instances
 from mcp_retrieval.bench.swebench import gold_files, rank_files, score as file_score
 from mcp_retrieval.bench.tokens import context_window, gold_functions, score as window_score
 
@@ -165,13 +165,8 @@ def main(argv: list[str]) -> int:
     work, engines, results = Path(args.work), {}, []
     out = open(args.out, "w") if args.out else None
     try:
-        for row in rows:
-            try:
-                engine, _, _, _ = open_instance(row, repos, work, engines, no_dense=not args.dense,
-                                                max_priority=0 if args.dense else None, embedder=args.embedder)
-            except CommitMissing as exc:
-                print(f"{row['instance_id']}: skipped: {exc}", file=sys.stderr)
-                continue
+        for row, engine, _, _, _ in opened_instances(rows, repos, work, engines, no_dense=not args.dense,
+                                                     max_priority=0 if args.dense else None, embedder=args.embedder):
             if args.tool == "context":
                 engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
             result = {"instance_id": row["instance_id"], "repo": row["repo"]}

@@ -127,3 +127,17 @@ def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *
     file_bm25.sync(tree, engine.store.all_paths())
     engine.graph(wait=True)
     return engine, file_bm25, moved, time.perf_counter() - t0
+
+
+def opened_instances(rows: list[dict], repos: dict[str, str], work: Path, engines: dict, **options):
+    """`open_instance` for each row in turn, yielding (row, engine, file_bm25, checkout counts,
+    seconds spent indexing); a row whose base commit the snapshot lacks is skipped with its reason."""
+    import sys
+
+    for row in rows:
+        try:
+            opened = open_instance(row, repos, work, engines, **options)
+        except CommitMissing as exc:
+            print(f"{row['instance_id']}: skipped: {exc}", file=sys.stderr)
+            continue
+        yield (row, *opened)

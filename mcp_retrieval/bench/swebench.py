@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from mcp_retrieval.bench import read_rows, select_rows
-from mcp_retrieval.bench.checkout import CommitMissing, open_instance
+from mcp_retrieval.bench.checkout import opened_instances
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
@@ -145,15 +145,10 @@ def main(argv: list[str]) -> int:
     engines: dict[str, tuple[Engine, FileBM25]] = {}
     results: list[dict] = []
     out_file = open(args.out, "w") if args.out else None
-    for row in rows:
+    for row, engine, file_bm25, moved, index_s in opened_instances(
+            rows, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None,
+            embedder=args.embedder):
         repo = row["repo"]
-        try:
-            engine, file_bm25, moved, index_s = open_instance(
-                row, repos, work, engines, no_dense=args.no_dense, max_priority=0 if args.dense_code_only else None,
-                embedder=args.embedder)
-        except CommitMissing as exc:
-            print(f"{row['instance_id']}: skipped: {exc}", file=sys.stderr)
-            continue
         defaults = Config.resolve(engine.config.root)
         base_weights, base_graph_in_packet = dict(defaults.tier_weights), defaults.graph_in_packet
         gold = gold_files(row)

@@ -29,7 +29,7 @@ from pathlib import Path
 from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval import assemble
-from mcp_retrieval.bench.checkout import open_instance
+from mcp_retrieval.bench.checkout import opened_instances
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.bench.swebench import gold_files
 from mcp_retrieval.engine import Engine
@@ -209,10 +209,9 @@ def main(argv: list[str]) -> int:
     engines: dict[str, tuple[Engine, FileBM25]] = {}
     results = []
     out = open(args.out, "w") if args.out else None
-    for row in rows:
+    for row, engine, bm25, _, _ in opened_instances(rows, repos, work, engines, no_dense=args.no_dense,
+                                                    max_priority=0 if args.dense_code_only else None):
         repo = row["repo"]
-        engine, bm25, _, _ = open_instance(row, repos, work, engines, no_dense=args.no_dense,
-                                           max_priority=0 if args.dense_code_only else None)
         engine.graph(wait=True)  # as in a server that has been up a while: the closure reads the graph
         funcs, lines = gold_functions(engine, row)
         files = gold_files(row)
