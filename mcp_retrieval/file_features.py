@@ -51,7 +51,8 @@ BASE_FEATURES = (
     "stem_cover_stemmed",    # stem_cover, every word cut to its stem
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
 )
-QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; > 40 words (a pasted issue); one identifier
+LONG_QUESTION_WORDS = 40  # more question words than this: a pasted issue or commit message (q_long)
+QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; long; one identifier
 # features that matter differently for a short question (a name, a few words) and a pasted issue
 CROSSED = ("best_rel", "file_rank_inv", "path_cover", "stem_cover", "symbol_cover", "tier_lexical", "tier_path",
            "tier_symbol", "tier_history", "test", "aside", "minority_lang")
@@ -60,6 +61,10 @@ FEATURES = (*BASE_FEATURES, *QUESTION_FEATURES, *(f"{f}*q_short" for f in CROSSE
 
 def question_words(query: str) -> set[str]:
     return {t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()}
+
+
+def is_long_question(query: str) -> bool:
+    return len(question_words(query)) > LONG_QUESTION_WORDS
 
 
 @functools.lru_cache(maxsize=50_000)
@@ -105,7 +110,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
     short = float(len(qwords) <= 6)
-    long = float(len(qwords) > 40)
+    long = float(len(qwords) > LONG_QUESTION_WORDS)
     by_file: dict[tuple[str, str], list[Candidate]] = {}
     for c in candidates:
         by_file.setdefault((c.root, c.chunk.path), []).append(c)

@@ -13,6 +13,7 @@ from mcp_retrieval import fusion, graph_fusion, scoring
 from mcp_retrieval.classify import QueryClass, classify
 from mcp_retrieval.config import Config
 from mcp_retrieval.extract import Anchors, extract
+from mcp_retrieval.file_features import is_long_question
 from mcp_retrieval.question_parts import CODE_NAME, question_code, question_title, with_joined_pairs, \
     without_environment, without_template_comments
 from mcp_retrieval.rerank import RerankSignals, signals_for
@@ -69,6 +70,11 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     pool = pool_size or config.pool_size
     weights = config.tier_weights
     title = question_title(query) if weights.get("title") or weights.get("dense_title") else None
+    if rules.current().dense_by_title and title and weights.get("dense_title") and is_long_question(query):
+        # A pasted issue's whole text (its logs, code and template around the subject) embeds to
+        # a vector near everything; its title carries the meaning. The full text's vector is
+        # still searched, as know/miss evidence, but not fused (BENCHMARKS 52a).
+        weights = {**weights, "dense": 0.0}
     with stages.run("lexical") as st:
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
@@ -111,8 +117,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                 st["status"] = "skipped"
     with stages.run("fusion") as st:
         ids = {t: [cid for cid, _ in hits] for t, hits in ranked.items()}
-        scores = fusion.rrf(ids, config.tier_weights, config.rrf_k)
-        head = fusion.pool(scores, ids, config.tier_weights, config.rrf_k, pool,
+        scores = fusion.rrf(ids, weights, config.rrf_k)
+        head = fusion.pool(scores, ids, weights, config.rrf_k, pool,
                            adding_only=DENSE_TIERS if keep_plain_pool else ())
         chunks = retriever.store.chunks_by_id(head)
         positions = {tier: {} for tier in ranked}  # tier -> chunk id -> (rank, raw score), best rank kept
@@ -130,7 +136,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
             if cid in history_why:
                 c.why.append(history_why[cid])
             candidates.append(c)
-        st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}"
+        st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}" + (
+            "; a pasted issue: its title's vector fused, not its whole text's" if "dense" in ranked
+            and not weights.get("dense") else "")
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for t in ("path", "symbol", "message") for cid, _ in ranked.get(t, [])}, stages,

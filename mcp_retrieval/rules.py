@@ -35,6 +35,7 @@ class Rules:
     strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
     # the pool (pipeline)
     vectors_only_add: bool = True  # `packet`: with vectors the pool is the one without them plus the dense tiers' finds (42h)
+    dense_by_title: bool = True  # a long question with a title: the title's vector is fused, not the whole text's (52a)
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
     # deprecated, named file or definition, report rules below) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True

@@ -90,3 +90,42 @@ def test_a_table_with_its_own_tokenizer_reads_added_words_whole(monkeypatch, tmp
     monkeypatch.setenv(static.CANDIDATE_ENV, str(broken))
     with pytest.raises(ModelUnavailable):
         static.StaticEmbedder()
+
+
+def test_a_long_pasted_issue_is_fused_by_its_titles_vector_not_its_whole_texts(workspace, tmp_path):
+    """A pasted issue's whole text (logs, steps, versions) embeds near everything: for a long
+    question with a title, the title's vector is fused and the whole text's only read as know/miss
+    evidence (docs/BENCHMARKS.md 52a); `Rules(dense_by_title=False)` fuses both again."""
+    from mcp_retrieval.file_features import is_long_question
+    from mcp_retrieval.rules import Rules
+    from mcp_retrieval.stages import StageLog
+
+    config = Config.resolve(workspace, tmp_path / "index", persist_sessions=False, embedder="static")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config)
+    body = ("Steps to reproduce: open the storefront, put three items into the basket, apply the seasonal voucher "
+            "twice and then proceed towards checkout. Expected behaviour would be one reduction only; instead "
+            "customers receive both reductions which leaves merchants losing money on every such purchase. "
+            "Environment: Linux laptop, Firefox browser, release candidate build from yesterday evening.")
+    question = f"Discount applied twice at checkout\n\n{body}"
+    assert is_long_question(question) and not is_long_question("Discount applied twice at checkout")
+    k, weights = config.rrf_k, config.tier_weights
+
+    def pool(rules: Rules):
+        engine.config.rules = rules
+        gathered = engine.gather(question, [], [], None, StageLog(), for_packet=True)
+        return gathered.candidates, gathered.outcome
+
+    try:
+        engine.reindex()
+        candidates, outcome = pool(Rules())
+        assert candidates and outcome.__class__.__name__ == "Know"
+        assert any("dense" in c.ranks for c in candidates)  # searched, read for know/miss
+        for c in candidates:  # but fused without it, and nothing enters the pool by it alone
+            assert set(c.ranks) - {"dense"}
+            assert c.fused == pytest.approx(sum(weights[t] / (k + r) for t, r in c.ranks.items() if t != "dense"))
+        whole, _ = pool(Rules(dense_by_title=False))
+        assert any(c.fused == pytest.approx(sum(weights[t] / (k + r) for t, r in c.ranks.items())) and "dense" in c.ranks
+                   for c in whole)
+    finally:
+        engine.close()
