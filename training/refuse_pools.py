@@ -11,9 +11,11 @@ questions of its scope: `all`, `long` (over `LONG_QUESTION_WORDS` question words
 its ranks and raw scores on the candidates (the z-scores and know/miss read them) but adds
 nothing to the fused score, and a chunk only such tiers found leaves the pool.
 
-Exact for lowering a weight (the pool held every chunk the lower weights would keep, BENCHMARKS
-52a checks that the served weights give the collected scores back); raising one cannot bring in
-a chunk the collection left out. Reported per variant: file Acc@1 / Acc@5 / Recall@5 / MRR, and
+Exact for lowering the dense tiers' weights: in `packet` they only add chunks to the pool
+(`rules.vectors_only_add`), so the pool holds every chunk lower weights keep (with the served
+weights the collected scores come back, tested). For any other tier, or a higher weight, a chunk
+the collection left out of the pool cannot come in: read such a variant as a lower bound.
+Reported per variant: file Acc@1 / Acc@5 / Recall@5 / MRR, and
 the questions better and worse than the pools as collected and than `--lexical`'s (the same
 questions collected without vectors).
 """
