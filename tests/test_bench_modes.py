@@ -87,3 +87,33 @@ def test_the_structured_size_is_reported_per_budget_and_in_all():
     assert table[2] == "| budget 256 | 3 | 1.100 | 1.300 |"
     assert table[3] == "| budget 4000 | 1 | 1.020 | 1.020 |"
     assert table[4] == "| all | 4 | 1.060 | 1.300 |"
+
+
+def test_dense_heads_asks_a_mined_commit_at_its_parent_and_puts_a_long_question_four_ways(tmp_path, capsys):
+    import json
+    import subprocess
+
+    from mcp_retrieval.bench.dense_heads import HEADS, rows_from_pools
+
+    repo = tmp_path / "repo"
+    git = ["git", "-C", str(repo), "-c", "user.email=a@b", "-c", "user.name=a"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / "a.py").write_text("x = 1\n")
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "first"], check=True)
+    (repo / "a.py").write_text("x = 2\n")
+    subprocess.run([*git, "commit", "-qam", "second"], check=True)
+    first, second = (subprocess.run([*git, "rev-parse", rev], capture_output=True, text=True).stdout.strip()
+                     for rev in ("HEAD^", "HEAD"))
+    pools = tmp_path / "pools.jsonl"
+    pools.write_text("".join(json.dumps({"id": f"o/r@{sha[:12]}", "query": "Fix x", "gold_files": ["a.py"]}) + "\n"
+                             for sha in (second, first)))
+    rows = rows_from_pools(str(pools), {"o/r": str(repo / ".git")})
+    assert [(r["base_commit"], r["problem_statement"]) for r in rows] == [(first, "Fix x")]
+    assert "no parent" in capsys.readouterr().err  # the first commit has none: skipped with the reason
+
+    question = "Totals are wrong\n\nThe report sums refunds twice.\n\n```\nTraceback: boom\n```\n\n## Steps\nRun it."
+    heads = {name: put(question) for name, put in HEADS.items()}
+    assert heads["title"] == "Totals are wrong" and "Traceback" in heads["start"]
+    assert "Traceback" not in heads["prose start"] and "## Steps" not in heads["prose start"]
+    assert heads["title + prose"].startswith("Totals are wrong\n")
