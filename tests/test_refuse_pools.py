@@ -7,7 +7,8 @@ import pytest
 
 from mcp_retrieval.config import Config
 from training.collect import pool_record
-from training.refuse_pools import main, parse_variant, refused
+from mcp_retrieval.file_scorer import shipped
+from training.refuse_pools import main, metrics, parse_variant, refused
 
 
 def test_served_weights_give_the_collected_scores_back_and_a_zero_weight_drops_its_finds(engine):
@@ -37,3 +38,16 @@ def test_a_variant_is_read_or_refused_with_a_reason(tmp_path, capsys):
     pools.write_text(json.dumps({"repo": "o/r", "query": "q", "gold_files": [], "pool": []}) + "\n")
     assert main([str(pools), "--variant", "sometimes:dense=0"]) == 2
     assert "SCOPE:TIER=WEIGHT" in capsys.readouterr().err
+
+
+def test_a_semble_pool_is_scored_by_its_ndcg(engine):
+    query = "how is the price of the cart computed"
+    record = {"repo": "o/r", "query": query, **pool_record(engine, query)}
+    pool = refused(record, Config.__dataclass_fields__["tier_weights"].default_factory(), engine.config.rrf_k)
+    first = metrics({**record, "gold_files": ["x"]}, pool, shipped())
+    assert set(first) == {"acc1", "acc5", "recall5", "mrr"}
+    ranked_first = max(pool, key=lambda c: c.score).chunk
+    hit = metrics({**record, "targets": [[ranked_first.path, ranked_first.start_line, ranked_first.end_line]]},
+                  pool, shipped())
+    miss = metrics({**record, "targets": [["nowhere.py", 1, 2]]}, pool, shipped())
+    assert hit["ndcg10"] > 0 and miss == {"ndcg10": 0.0}
