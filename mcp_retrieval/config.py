@@ -64,7 +64,7 @@ class Config:
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS-history.md 9e
     file_ranker: bool = True  # packet orders files by the learned model (file_scorer), else the hand-set score
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency
-    rerank: str = "auto"  # auto | zscore | cross-encoder | none
+    rerank: str = "auto"  # auto | structural | cross-encoder | none
     # the ranking and assembly rules that can be switched off (rules.py; the server never does)
     rules: Rules = field(default_factory=Rules)
     # assembly

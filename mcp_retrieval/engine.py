@@ -29,7 +29,7 @@ from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (CommitOut, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
                                   Miss, ReindexResult)
 from mcp_retrieval.pipeline import Ranked, rank
-from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, ZScoreReranker
+from mcp_retrieval.rerank import CrossEncoderReranker, IdentityReranker, StructuralReranker
 from mcp_retrieval.retrieve import Candidate, Retriever
 from mcp_retrieval.sampling import HostOutcome, SamplingPlanner
 from mcp_retrieval.session import SessionRegister
@@ -116,17 +116,17 @@ class Engine:
             return None
 
     def _load_reranker(self):
-        zscore = ZScoreReranker(tier_weights=self.config.tier_weights)  # live: a weight changed later is read
+        structural = StructuralReranker()
         if self.config.rerank == "none":
             return IdentityReranker()
         if self.config.rerank in ("auto", "cross-encoder") and self.config.cross_encoder_dir:
             try:
-                return CrossEncoderReranker(self.config.cross_encoder_dir, self.config.cache_dir / "fastembed", zscore)
+                return CrossEncoderReranker(self.config.cross_encoder_dir, self.config.cache_dir / "fastembed", structural)
             except Exception as exc:
                 if self.config.rerank == "cross-encoder":
                     raise ValueError(f"cross-encoder at {self.config.cross_encoder_dir} unusable: {exc}") from exc
-                log.warning("cross-encoder unavailable (%s); using the z-score reranker", exc)
-        return zscore
+                log.warning("cross-encoder unavailable (%s); using the structural reranker", exc)
+        return structural
 
     def graph(self, wait: bool = False) -> CodeGraph | None:
         """The code graph. After an index change it is rebuilt in a worker thread while answers keep

@@ -98,7 +98,7 @@ class Debug(Compact):
     rewrite: dict | None = None
     candidate_pool: int = 0
     graph_added: int = 0
-    reranker: Literal["cross-encoder", "zscore", "none"] = "none"
+    reranker: Literal["cross-encoder", "structural", "none"] = "none"
     assembled_tokens: int = 0
     query_class: str | None = None
     anchors: dict | None = None

@@ -280,7 +280,7 @@ def _rerank_stage(result: Ranked, reranker, signals: RerankSignals, path_prefix:
         try:
             result.candidates = reranker.rerank(result.candidates, signals)
             result.reranker = reranker.name
-        except Exception as exc:  # fall back: z-score, then identity
+        except Exception as exc:  # fall back: structural, then identity
             st["status"], st["detail"] = "error", f"{reranker.name} failed ({type(exc).__name__}); fell back"
             fallback = getattr(reranker, "fallback", None)
             try:

@@ -1,7 +1,6 @@
 """Stage 5: rerank the fused pool.
 
-Default (`zscore`, seed 003's floor): each tier's raw scores are re-normalised to z-scores over
-the pool and blended with the fused rank score, then structural signals apply — chunks in
+Default (`structural`): the fused rank score, then structural signals — chunks in
 files the question names, chunks defining names it uses, and demotion of test and prose files
 for code questions (tests crowd out the answer: FINDINGS.md). No model, deterministic. For
 `packet` only the test demotion and the conversation's signal apply (`RerankSignals.structural`):
@@ -9,7 +8,11 @@ its learned file ranker weighs the rest as features (docs/BENCHMARKS-history.md 
 
 `cross-encoder`: fastembed's TextCrossEncoder from a folder the user supplies (no weights are
 obtainable offline here); scores (original query, chunk) pairs over the head of the pool. Any
-failure falls back to z-score, then to identity: a reranker problem never fails an answer.
+failure falls back to the structural order, then to identity: a reranker problem never fails an answer.
+
+The tiers' raw scores are not blended in: a z-score blend of the lexical and dense raw scores
+(a quarter of the base until session 48) cost `packet` with vectors on mined commits and moved
+`context` by noise (docs/BENCHMARKS.md 52c).
 """
 
 from __future__ import annotations
@@ -17,7 +20,6 @@ from __future__ import annotations
 import logging
 import math
 import re
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -45,7 +47,6 @@ _DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning
                          r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
 _DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
-Z_TIERS = ("lexical", "dense")
 
 
 @dataclass
@@ -82,8 +83,6 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str, str
 
 @dataclass
 class RerankWeights:
-    fused: float = 0.75  # share of the fused rank score in the blend
-    zscore: float = 0.25  # share of the tier z-scores
     test_factor: float = 0.35
     generated_factor: float = 0.5
     template_factor: float = 0.2
@@ -152,47 +151,19 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     return factors, why
 
 
-def _zscores(candidates: Sequence[Candidate], tier: str) -> list[float]:
-    """Per-tier z-scores over the pool. Absent from a tier counts as that tier's floor — except a
-    chunk with no vector yet (lexical-first indexing), which the dense tier could not have found:
-    it gets the neutral 0 rather than a penalty."""
-    values = [c.raw[tier] for c in candidates if tier in c.raw]
-    if len(values) < 2:
-        return [0.0] * len(candidates)
-    mean = statistics.fmean(values)
-    # the population deviation in floats (statistics.pstdev's exact fractions cost ~0.3 ms a question)
-    std = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / len(values)) or 1.0
-    floor = (min(values) - mean) / std
-    out = []
-    for c in candidates:
-        if tier in c.raw:
-            out.append((c.raw[tier] - mean) / std)
-        elif tier == "dense" and not c.chunk.embedded:
-            out.append(0.0)
-        else:
-            out.append(floor)
-    return out
+class StructuralReranker:
+    name = "structural"
 
-
-class ZScoreReranker:
-    name = "zscore"
-
-    def __init__(self, weights: RerankWeights | None = None, tier_weights: dict[str, float] | None = None):
+    def __init__(self, weights: RerankWeights | None = None):
         self.weights = weights or RerankWeights()
-        self.tier_weights = tier_weights or {"lexical": 1.0, "dense": 0.8}
 
     def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
         if not candidates:
             return candidates
         top = max(c.fused for c in candidates) or 1.0
-        per_tier = {t: _zscores(candidates, t) for t in Z_TIERS}
-        total_w = sum(self.tier_weights.get(t, 1.0) for t in Z_TIERS)
-        w = self.weights
-        for i, c in enumerate(candidates):
-            z = sum(self.tier_weights.get(t, 1.0) * per_tier[t][i] for t in Z_TIERS) / total_w
-            blended = w.fused * (c.fused / top) + w.zscore * (1 / (1 + math.exp(-z)))
-            factors, why = structural_factors(c, signals, w)
-            scoring.set_base(c, blended, factors)
+        for c in candidates:
+            factors, why = structural_factors(c, signals, self.weights)
+            scoring.set_base(c, c.fused / top, factors)
             c.why.extend(why)
         return sorted(candidates, key=lambda c: (-c.score, c.chunk.id))
 
@@ -210,7 +181,7 @@ class IdentityReranker:
 class CrossEncoderReranker:
     """A user-supplied cross-encoder (a folder with model.onnx and tokenizer files).
 
-    It reads the head of the structural (z-score) order in batches, best first, and stops when
+    It reads the head of the structural order in batches, best first, and stops when
     `time_budget_s` is spent, so a query stays under ~1 s whatever the model or machine; what it
     did not read keeps its structural order below what it read. Pool and passage length were
     sized with `python -m mcp_retrieval.bench rerank_cost` (docs/BENCHMARKS.md, "Reranker cost").
@@ -224,7 +195,7 @@ class CrossEncoderReranker:
     BATCH = 8
     PASSAGE_CHARS = 500
 
-    def __init__(self, folder: Path, cache_dir: Path, fallback: ZScoreReranker, time_budget_s: float = 0.8):
+    def __init__(self, folder: Path, cache_dir: Path, fallback: StructuralReranker, time_budget_s: float = 0.8):
         from fastembed.common.model_description import ModelSource
         from fastembed.rerank.cross_encoder import TextCrossEncoder
 

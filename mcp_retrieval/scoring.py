@@ -5,8 +5,8 @@ Stages record evidence on the candidate and call `rescore`; nothing else assigns
 
     score = max(base x (product of factors) + shared, inherited)
 
-- `base`: the rerank model's reading of the retrieval tiers (`rerank`: the fused rank score
-  blended with the tiers' z-scores; or a cross-encoder's probability; or the fused score alone);
+- `base`: the rerank model's reading of the retrieval tiers (`rerank`: the fused rank score over
+  the pool's best; or a cross-encoder's probability);
 - `factors`: named multipliers, in the order they were found: the structural evidence of the
   rerank stage (`test`, `prose`, `named_file`, `defines_name`, `conversation`, ...), the
   caller's `path_prefix`, a cross-encoder's `unread` rest;

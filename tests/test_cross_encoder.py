@@ -8,7 +8,7 @@ from onnx import TensorProto, helper
 
 from mcp_retrieval.indexers.embed import tokenizer_dir
 from mcp_retrieval import Engine
-from mcp_retrieval.rerank import CrossEncoderReranker, ZScoreReranker, signals_for
+from mcp_retrieval.rerank import CrossEncoderReranker, StructuralReranker, signals_for
 from mcp_retrieval.workspace import Workspace
 
 
@@ -35,7 +35,7 @@ def write_model(folder, *, broken_output: bool = False):
 
 def test_a_configured_cross_encoder_reorders_the_pool(engine, tmp_path):
     folder = write_model(tmp_path / "ce")
-    reranker = CrossEncoderReranker(folder, tmp_path / "fe", ZScoreReranker())
+    reranker = CrossEncoderReranker(folder, tmp_path / "fe", StructuralReranker())
     ranked = engine._rank("cart total discount tax", [], None, None)
     out = reranker.rerank(ranked.candidates, signals_for("cart total discount tax", [], "default"))
     assert len(out) == len(ranked.candidates)
@@ -45,7 +45,7 @@ def test_a_configured_cross_encoder_reorders_the_pool(engine, tmp_path):
 
 
 def test_a_spent_time_budget_stops_reading_after_one_batch_and_keeps_the_rest_below(engine, tmp_path):
-    reranker = CrossEncoderReranker(write_model(tmp_path / "ce"), tmp_path / "fe", ZScoreReranker(), time_budget_s=0)
+    reranker = CrossEncoderReranker(write_model(tmp_path / "ce"), tmp_path / "fe", StructuralReranker(), time_budget_s=0)
     ranked = engine._rank("cart total discount tax", [], None, None)
     assert len(ranked.candidates) > CrossEncoderReranker.BATCH
     out = reranker.rerank(ranked.candidates, signals_for("cart total discount tax", [], "default"))
@@ -54,7 +54,7 @@ def test_a_spent_time_budget_stops_reading_after_one_batch_and_keeps_the_rest_be
     assert max(c.score for c in out[len(read):]) < min(c.score for c in read)
 
 
-def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp_path):
+def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_the_structural_order(config, tmp_path):
     from mcp_retrieval.indexers.embed import HashEmbedder
 
     config.cache_dir = tmp_path / "cache"
@@ -64,7 +64,7 @@ def test_a_cross_encoder_that_fails_at_run_time_falls_back_to_zscore(config, tmp
     assert engine.reranker.name == "cross-encoder"
     r = Workspace.single(engine).context("apply_discount", debug=True)
     rerank = next(s for s in r.debug.stages if s.name == "rerank")
-    assert rerank.status == "error" and r.debug.reranker == "zscore"
+    assert rerank.status == "error" and r.debug.reranker == "structural"
     assert r.chunks[0].symbol == "apply_discount"
     engine.close()
 
@@ -74,7 +74,7 @@ def test_a_missing_or_unloadable_cross_encoder_degrades_or_errors_as_asked(confi
 
     config.cache_dir = tmp_path / "cache"
     config.cross_encoder_dir = tmp_path / "nothing-here"
-    assert Engine(config, embedder=HashEmbedder()).reranker.name == "zscore"  # auto: warn and fall back
+    assert Engine(config, embedder=HashEmbedder()).reranker.name == "structural"  # auto: warn and fall back
     config.rerank = "cross-encoder"
     with pytest.raises(ValueError, match="cross-encoder"):
         Engine(config, embedder=HashEmbedder())

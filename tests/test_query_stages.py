@@ -217,15 +217,15 @@ def _refund_and_report(engine, refund_source: str) -> None:
 
 
 def _first_file_with(engine, tier: str, weight: float, question: str):
-    """`packet`'s first file with `tier` at `weight`, and the tiers that found the refund module.
-    The title's own vector tier is off: the hash embedder's vectors carry no meaning. Files are
-    ordered by the hand-set file score, so that the chunk ranking these tiers feed decides alone
-    (the learned file ranker can put the right file first without them on these small fixtures)."""
-    engine.config.tier_weights["dense_title"] = 0.0
-    engine.config.file_ranker = False
+    """The file of the first chunk in `packet`'s ranked pool with `tier` at `weight`, and the tiers
+    that found the refund module. The vector tiers are off: the hash embedder's vectors carry no
+    meaning. The pool's chunk order, not the file ranker, is what these tiers feed."""
+    from mcp_retrieval.stages import StageLog
+
+    engine.config.tier_weights["dense_title"] = engine.config.tier_weights["dense"] = 0.0
     engine.config.tier_weights[tier] = weight
-    items = Workspace.single(engine).packet(question, debug=True).items
-    return items[0].path, next(i.tiers for i in items if i.path == "src/shop/refund.py")
+    ranked = engine.gather(question, [], [], None, StageLog(), for_packet=True).candidates
+    return ranked[0].chunk.path, next(c.tiers for c in ranked if c.chunk.path == "src/shop/refund.py")
 
 
 def test_a_pasted_issues_title_is_searched_as_its_own_tier(engine):

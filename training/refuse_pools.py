@@ -4,12 +4,12 @@
         --variant titled:dense=0 --variant long:dense=0,dense_title=0
 
 A pool (`training.collect`) keeps each candidate's tier ranks and raw scores, so weighted RRF, the
-rerank stage as `packet` runs it (z-scores, the test demotion) and the shipped file ranker can be
+rerank stage as `packet` runs it (the fused score over the pool's best, the test demotion) and the shipped file ranker can be
 run again on it with other weights. A variant is `SCOPE:TIER=WEIGHT,...`, in force for the
 questions of its scope: `all`, `short` (at most 6 question words), `medium`, `long` (over
 `LONG_QUESTION_WORDS`) or `titled` (long, with a title: `rules.dense_by_title`'s scope), over the
 weights served today (that rule included). As served, a tier at weight 0 still leaves
-its ranks and raw scores on the candidates (the z-scores and know/miss read them) but adds
+its ranks and raw scores on the candidates (know/miss reads them) but adds
 nothing to the fused score, and a chunk only such tiers found leaves the pool.
 
 Exact for lowering the dense tiers' weights: in `packet` they only add chunks to the pool
@@ -27,7 +27,6 @@ import argparse
 import json
 import statistics
 import sys
-from dataclasses import replace
 
 from mcp_retrieval.bench.semble import ndcg10
 from mcp_retrieval.classify import classify
@@ -36,7 +35,7 @@ from mcp_retrieval.file_features import is_long_question, question_words
 from mcp_retrieval.file_rank import rank_files
 from mcp_retrieval.file_scorer import file_scores, shipped
 from mcp_retrieval.question_parts import question_title
-from mcp_retrieval.rerank import ZScoreReranker, signals_for
+from mcp_retrieval.rerank import StructuralReranker, signals_for
 from mcp_retrieval.retrieve import Candidate
 from training.train_file_ranker import candidates
 
@@ -76,12 +75,10 @@ def refused(record: dict, weights: dict[str, float], k: int) -> list[Candidate]:
         if not weighted:
             continue
         c.fused = sum(weights.get(t, 1.0) / (k + r) for t, r in weighted.items())
-        c.chunk = replace(c.chunk, embedded=True)  # collected with its vectors: a chunk the dense tier
-        kept.append(c)                             # did not rank sits at the tier's floor
+        kept.append(c)
     query = record["query"]
     signals = signals_for(query, [], classify(query).name, structural=False)
-    return ZScoreReranker(tier_weights=Config.__dataclass_fields__["tier_weights"].default_factory()).rerank(
-        kept, signals)
+    return StructuralReranker().rerank(kept, signals)
 
 
 def metrics(record: dict, pool: list[Candidate], model) -> dict[str, float]:

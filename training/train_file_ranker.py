@@ -44,7 +44,7 @@ L2 = 1e-3
 STEPS = 400
 LEARNING_RATE = 0.05
 NEGATIVES = 40  # per question: the first files of the pool that do not answer it
-VERSION = "2"  # 2: trained on chunk scores with only the test demotion of the rerank stage's factors (BENCHMARKS 43b)
+VERSION = "3"  # 3: chunk scores without the z-score blend (BENCHMARKS 52c); 2: only the test demotion (43b)
 TEMPERATURES = (1.0, 3.0, 10.0, 30.0)  # candidates for FileRanker.temperature, chosen by the folds
 # A question's weight in the loss by source (absent: 1). Tried: the dev files' kinds at 3 against
 # the mined commits; no fold figure moved past one question, so every question counts alike.

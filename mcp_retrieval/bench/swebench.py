@@ -8,7 +8,7 @@ real fix touched first?
 For each instance the repository is put at `base_commit` (incrementally), the index is updated
 incrementally, and each mode ranks files; a whole-file BM25 baseline is computed in the same run.
 Modes: `lexical` (chunk BM25 only), `dense` (vectors only), `rrf` (both, fused), `anchors` (+ path
-and symbol anchors), `rerank` (+ the z-score reranker), `full` (+ the history tier and graph fusion:
+and symbol anchors), `rerank` (+ the structural reranker), `full` (+ the history tier and graph fusion:
 the default); `nodecomp` is `rerank` without the deterministic decompose stage, `nohistory` is
 `full` without the history tier, `nomessage` is `full` without the quoted-message tier and
 `nocode` is `full` without the quoted-source tier (none of them in the default set). The history is read from the git
@@ -32,7 +32,7 @@ from mcp_retrieval.bench.checkout import opened_instances
 from mcp_retrieval.bench.filebm25 import FileBM25
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
-from mcp_retrieval.rerank import IdentityReranker, ZScoreReranker
+from mcp_retrieval.rerank import IdentityReranker, StructuralReranker
 from mcp_retrieval.workspace import Workspace
 
 KS = (1, 3, 5, 10)
@@ -48,7 +48,7 @@ DENSE_TIERS = ("dense", "dense_title")  # the tiers that read vectors
 
 
 def mode_settings(mode: str, base: dict[str, float]) -> tuple[dict[str, float], bool, bool]:
-    """(tier weights, graph on, z-score rerank on) for an ablation mode, from the served weights
+    """(tier weights, graph on, structural rerank on) for an ablation mode, from the served weights
     `base` (every tier the server has, so a new tier is never left out of `full`); in the
     single-source modes every tier not named is off."""
     only = {"lexical": ("lexical",), "dense": DENSE_TIERS, "rrf": ("lexical", *DENSE_TIERS)}.get(mode)
@@ -166,11 +166,11 @@ def main(argv: list[str]) -> int:
             else:
                 if mode == "dense" and args.no_dense:
                     continue
-                weights, graph, zscore = mode_settings(mode, base_weights)
+                weights, graph, structural = mode_settings(mode, base_weights)
                 engine.config.tier_weights, engine.config.graph = weights, graph
                 # packet's graph stage as served (off by default), or forced on by `graphpacket`
                 engine.config.graph_in_packet = graph and (mode == "graphpacket" or base_graph_in_packet)
-                engine.reranker = ZScoreReranker() if zscore else IdentityReranker()
+                engine.reranker = StructuralReranker() if structural else IdentityReranker()
                 engine.config.decompose = mode != "nodecomp"
                 if mode in ("title", "title_turns"):
                     title, turns = as_conversation(row["problem_statement"])
