@@ -132,7 +132,11 @@ def test_sampling_asks_once_per_novel_query_caches_and_keeps_to_the_budget(works
             assert _understand(r)["status"] == "done" and len(host.asked) == 1
             rewrite = r.structured_content["debug"]["rewrite"]
             assert rewrite["rewrite"] == "apply_discount percentage cart total" and rewrite["path_prefix"] == "src/shop"
-            assert r.structured_content["chunks"][0]["path"] == "src/shop/pricing.py"
+            # the rewrite and its folder lead the window to the shop (the question alone puts web/app.ts first)
+            first = []  # a chunk continuing the previous one's file leaves `path` out
+            for c in r.structured_content["chunks"][:3]:
+                first.append(c.get("path") or first[-1])
+            assert all(p.startswith("src/shop/") for p in first) and "src/shop/pricing.py" in first
             r = await client.call_tool("packet", {"query": q1, "debug": True})  # packet never asks a model
             assert _understand(r)["status"] == "skipped" and len(host.asked) == 1
             r = await client.call_tool("context", {"query": q1, "debug": True})  # identical query: the cache
