@@ -68,13 +68,9 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
     understanding = _understand_stages(query, sub_queries, host, stages, config.decompose)
     ranked: dict[str, list[tuple[str, float]]] = {}
     pool = pool_size or config.pool_size
-    weights = config.tier_weights
-    title = question_title(query) if weights.get("title") or weights.get("dense_title") else None
-    if rules.current().dense_by_title and title and weights.get("dense_title") and is_long_question(query):
-        # A pasted issue's whole text (its logs, code and template around the subject) embeds to
-        # a vector near everything; its title carries the meaning. The full text's vector is
-        # still searched, as know/miss evidence, but not fused (BENCHMARKS 52a).
-        weights = {**weights, "dense": 0.0}
+    title = (question_title(query) if config.tier_weights.get("title") or config.tier_weights.get("dense_title")
+             else None)
+    weights = fused_weights(query, title, config.tier_weights)  # a copy only when the title rule applies
     with stages.run("lexical") as st:
         ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
@@ -137,8 +133,8 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
                 c.why.append(history_why[cid])
             candidates.append(c)
         st["detail"] = f"k={config.rrf_k}, pool {len(candidates)}" + (
-            "; a pasted issue: its title's vector fused, not its whole text's" if "dense" in ranked
-            and not weights.get("dense") else "")
+            "; a pasted issue: its title's vector fused, not its whole text's"
+            if "dense" in ranked and weights is not config.tier_weights else "")
     semantic = has_vectors and getattr(retriever.embedder, "semantic", True)
     result = Ranked(candidates, qclass, anchors, understanding, anchored_files,
                     {cid for t in ("path", "symbol", "message") for cid, _ in ranked.get(t, [])}, stages,
@@ -150,6 +146,17 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
         signals.turn_files, signals.turn_names = _turn_anchors(retriever, recent_turns)
     _rerank_stage(result, reranker, signals, path_prefix or understanding.path_prefix)
     return result
+
+
+def fused_weights(query: str, title: str | None, weights: dict[str, float]) -> dict[str, float]:
+    """The tier weights `query` is fused with: `weights` itself, or for a long question with a
+    title (`rules.dense_by_title`) a copy with the whole text's vector at 0. A pasted issue's
+    whole text (its logs, code and template around the subject) embeds to a vector near
+    everything; its title carries the meaning. That vector is still searched, as know/miss
+    evidence, but not fused (BENCHMARKS 52a)."""
+    if rules.current().dense_by_title and title and weights.get("dense_title") and is_long_question(query):
+        return {**weights, "dense": 0.0}
+    return weights
 
 
 def _dense_tiers(retriever: Retriever, queries: list[str], title: str | None, pool: int,

@@ -35,6 +35,7 @@ from mcp_retrieval.file_features import is_long_question, question_words
 from mcp_retrieval.file_rank import rank_files
 from mcp_retrieval.file_scorer import file_scores, shipped
 from mcp_retrieval.question_parts import question_title
+from mcp_retrieval.pipeline import fused_weights
 from mcp_retrieval.rerank import StructuralReranker, signals_for
 from mcp_retrieval.retrieve import Candidate
 from training.train_file_ranker import candidates
@@ -63,8 +64,7 @@ def in_scope(scope: str, query: str) -> bool:
 
 def served_weights(query: str) -> dict[str, float]:
     """The tier weights `packet` fuses this question with today."""
-    weights = Config.__dataclass_fields__["tier_weights"].default_factory()
-    return {**weights, "dense": 0.0} if in_scope("titled", query) else weights
+    return fused_weights(query, question_title(query), Config.__dataclass_fields__["tier_weights"].default_factory())
 
 
 def refused(record: dict, weights: dict[str, float], k: int) -> list[Candidate]:

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+from mcp_retrieval.indexers.listing import git_command, quiet_git_env, run_git
 from mcp_retrieval.indexers.update import WriteLock
 
 
@@ -24,7 +26,9 @@ class CommitMissing(LookupError):
 
 
 def _ls_tree(git_dir: Path, commit: str) -> dict[str, str]:
-    run = subprocess.run(["git", f"--git-dir={git_dir}", "ls-tree", "-r", "-z", commit], capture_output=True)
+    run = run_git(git_dir, "ls-tree", "-r", "-z", commit, git_dir=git_dir)
+    if run is None:
+        raise RuntimeError("git is not available (or did not run)")
     if run.returncode:
         raise CommitMissing(f"commit {commit[:12]} is not in {git_dir}: "
                             f"{run.stderr.decode(errors='replace').strip().splitlines()[-1:]}")
@@ -70,8 +74,8 @@ def checkout(git_dir: Path, commit: str, work: Path) -> dict[str, int]:
     wanted = [(p, sha) for p, sha in new.items() if old.get(p) != sha]
     missing = 0
     if wanted:
-        proc = subprocess.Popen(["git", f"--git-dir={git_dir}", "cat-file", "--batch"], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE)
+        proc = subprocess.Popen(git_command(shutil.which("git") or "git", "cat-file", "--batch", git_dir=git_dir),
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=quiet_git_env())
         for path, sha in wanted:  # one request, one answer: never fill both pipes at once
             proc.stdin.write(f"{sha}\n".encode())
             proc.stdin.flush()
@@ -132,8 +136,6 @@ def open_instance(row: dict, repos: dict[str, str], work: Path, engines: dict, *
 def opened_instances(rows: list[dict], repos: dict[str, str], work: Path, engines: dict, **options):
     """`open_instance` for each row in turn, yielding (row, engine, file_bm25, checkout counts,
     seconds spent indexing); a row whose base commit the snapshot lacks is skipped with its reason."""
-    import sys
-
     for row in rows:
         try:
             opened = open_instance(row, repos, work, engines, **options)

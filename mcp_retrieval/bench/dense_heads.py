@@ -18,13 +18,13 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
 from mcp_retrieval.bench import read_rows
 from mcp_retrieval.bench.checkout import opened_instances
 from mcp_retrieval.file_features import is_long_question
+from mcp_retrieval.indexers.listing import run_git
 from mcp_retrieval.question_parts import prose, question_title, without_environment, without_template_comments
 from mcp_retrieval.retrieve import query_head
 
@@ -50,11 +50,12 @@ def rows_from_pools(path: str, repos: dict[str, str]) -> list[dict]:
         repo, _, sha = record["id"].partition("@")
         if repo not in repos:
             continue
-        done = subprocess.run(["git", "--git-dir", repos[repo], "rev-parse", f"{sha}^"], capture_output=True, text=True)
-        if done.returncode:
+        git_dir = Path(repos[repo])
+        done = run_git(git_dir, "rev-parse", f"{sha}^", git_dir=git_dir)
+        if done is None or done.returncode:
             print(f"{record['id']}: skipped: no parent in the snapshot", file=sys.stderr)
             continue
-        rows.append({"instance_id": record["id"], "repo": repo, "base_commit": done.stdout.strip(),
+        rows.append({"instance_id": record["id"], "repo": repo, "base_commit": done.stdout.decode().strip(),
                      "problem_statement": record["query"], "gold_files": record["gold_files"]})
     return rows
 
