@@ -94,6 +94,9 @@ class RerankWeights:
     turn_factor: float = 1.15
 
 
+WEIGHTS = RerankWeights()  # what every reranker built without weights of its own reads (`bench ab` changes it
+# in place: `--switch rerank.WEIGHTS.test_factor=1.0`)
+
 _DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
 
 
@@ -155,7 +158,7 @@ class StructuralReranker:
     name = "structural"
 
     def __init__(self, weights: RerankWeights | None = None):
-        self.weights = weights or RerankWeights()
+        self.weights = weights or WEIGHTS
 
     def rerank(self, candidates: list[Candidate], signals: RerankSignals) -> list[Candidate]:
         if not candidates:

@@ -43,3 +43,22 @@ def test_only_fixes_of_existing_source_files_become_instances(tmp_path):
     found = list(fix_commits(repo / ".git", limit=10))
     assert [(sha, parent, gold) for sha, parent, _, gold in found] == [(fix, base, ["lib/cart.rb"])]
     assert found[0][2].startswith("Fix total returning nil")
+
+
+def test_an_instance_carries_its_diff_so_context_windows_can_be_scored(tmp_path):
+    import json
+
+    from mcp_retrieval.bench.commits import main
+    from mcp_retrieval.bench.tokens import patch_lines
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    git(repo, "config", "diff.external", "touch " + str(tmp_path / "ran"))  # a mined repository's config runs nothing
+    commit(repo, {"lib/cart.rb": "def total\n  nil\nend\n\ndef tax\n  0\nend\n"}, "initial import of the shop")
+    commit(repo, {"lib/cart.rb": "def total\n  0\nend\n\ndef tax\n  0\nend\n"}, "Fix total returning nil for an empty cart")
+    out = tmp_path / "rows.jsonl"
+    assert main(["--repo", f"shop/cart={repo / '.git'}", "--out", str(out)]) == 0
+    row, = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["gold_code_files"] == ["lib/cart.rb"]
+    assert patch_lines(row["patch_text"]) == {"lib/cart.rb": {2}}
+    assert not (tmp_path / "ran").exists()

@@ -55,7 +55,16 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
     finally:
         flag.set("served", root), share.set("served", root)
     assert root.config.rules == Rules() and continuation.MAX_SHARE == share.served
-    for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE", "rules.no_such"):
+    from mcp_retrieval import rerank
+    factor = Switch("rerank.WEIGHTS.test_factor=1.0")  # an attribute path: what every reranker reads
+    factor.set("flipped")
+    try:
+        assert rerank.StructuralReranker().weights.test_factor == 1.0
+    finally:
+        factor.set("served")
+    assert rerank.StructuralReranker().weights.test_factor == factor.served != 1.0
+    for bad in ("continuation.NO_SUCH", "no_such_module.X", "continuation.MAX_SHARE", "rules.no_such",
+                "rerank.WEIGHTS.no_such=1"):
         with pytest.raises(ValueError):  # a number needs its value
             Switch(bad)
     engine = SimpleNamespace(config=SimpleNamespace(tier_weights={"dense": 0.8}))
@@ -78,6 +87,19 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
                {"instance_id": "b-1", "served": {**cells, "ranks": [1]}, "flipped": {**cells, "ranks": [1]}}]
     text = report(results, "packet")
     assert "| acc@1 | 1.000 | 0.500 |" in text and "moved (1):" in text and "a-1: gold ranks [1] served, [2] flipped" in text
+    assert "| questions | 0 / 1 | 0 / 0 | 0 / 0 | 0 / 0 | 0 / 1 |" in text  # better / worse, question by question
+
+
+def test_ab_each_gives_every_change_an_arm_of_its_own_named_by_its_spec():
+    from mcp_retrieval.bench.ab import Switch, _arms, report
+
+    changes = [Switch("rules.continuations"), Switch("rules.thrift=0.0")]
+    specs = ["rules.continuations", "rules.thrift=0.0"]
+    assert _arms(changes, specs, each=False) == [("flipped", changes)]
+    assert _arms(changes, specs, each=True) == [("rules.continuations", changes[:1]), ("rules.thrift=0.0", changes[1:])]
+    cells = {"acc@1": 1.0, "acc@3": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr": 1.0}
+    row = {"instance_id": "a-1", "served": {**cells, "ranks": [1]}, "rules.thrift=0.0": {**cells, "mrr": 0.5, "ranks": [2]}}
+    assert "| | served | rules.thrift=0.0 |" in report([row], "packet", "rules.thrift=0.0")
 
 
 def test_the_structured_size_is_reported_per_budget_and_in_all():

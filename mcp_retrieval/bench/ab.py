@@ -9,6 +9,9 @@ two columns differ by the rule alone (`--weight tier=VALUE` flips a fusion tier'
 way): separate runs differ by about a question at Acc@5 through
 the index state a run leaves behind (docs/BENCHMARKS-history.md 19a).
 
+`--each` gives every switch and weight an arm of its own (named by its spec), all answered from
+the one checkout and index: a rule audit costs one indexing pass, not one per rule.
+
 `--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR); `--tool context` scores
 windows (`bench tokens`' gold-function hit, gold-line and gold-file recall) at each `--budgets`.
 """
@@ -34,20 +37,29 @@ CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "tokens")
 
 
 class Switch:
-    """`module.NAME` (a boolean, flipped) or `module.NAME=value` (a Python literal) in `mcp_retrieval`;
-    `rules.name[=value]` changes a field of each engine's `Config.rules` instead."""
+    """`module.NAME` (a boolean, flipped) or `module.NAME=value` (a Python literal) in `mcp_retrieval`,
+    NAME possibly an attribute path (`rerank.WEIGHTS.test_factor=1.0`); `rules.name[=value]`
+    changes a field of each engine's `Config.rules` instead."""
 
     def __init__(self, spec: str):
         name, eq, value = spec.partition("=")
-        module_name, _, self.attr = name.rpartition(".")
-        self.is_rule = module_name == "rules"
-        try:
-            self.module = importlib.import_module(f"mcp_retrieval.{module_name}")
-        except ImportError as e:
-            raise ValueError(f"{spec}: no module mcp_retrieval.{module_name}") from e
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):  # the longest importable module, then attributes
+            try:
+                self.module = importlib.import_module("mcp_retrieval." + ".".join(parts[:cut]))
+                break
+            except ImportError:
+                continue
+        else:
+            raise ValueError(f"{spec}: no module mcp_retrieval.{parts[0]}")
+        self.is_rule = cut == 1 and parts[0] == "rules"
         owner = self.module.DEFAULT if self.is_rule else self.module
-        if not module_name or not hasattr(owner, self.attr):
-            raise ValueError(f"{spec}: mcp_retrieval.{module_name} has no {self.attr}")
+        *path, self.attr = parts[cut:]
+        for attr in path:
+            owner = getattr(owner, attr, None)
+        if owner is None or not hasattr(owner, self.attr):
+            raise ValueError(f"{spec}: mcp_retrieval has no {name}")
+        self.owner = owner
         self.served = getattr(owner, self.attr)
         if eq:
             self.flipped = ast.literal_eval(value)
@@ -59,7 +71,7 @@ class Switch:
     def set(self, arm: str, engine=None) -> None:
         value = self.served if arm == "served" else self.flipped
         if not self.is_rule:
-            setattr(self.module, self.attr, value)
+            setattr(self.owner, self.attr, value)
         elif engine is not None:
             engine.config.rules = engine.config.rules.with_changes(**{self.attr: value})
 
@@ -94,6 +106,12 @@ def _set_arm(changes: list, arm: str, engine) -> None:
         change.set(arm, engine)
 
 
+def _arms(changes: list, specs: list[str], each: bool) -> list[tuple[str, list]]:
+    """(arm name, the changes it flips): one `flipped` arm with them all, or with `each` one arm
+    per change named by its spec."""
+    return list(zip(specs, ([c] for c in changes))) if each else [("flipped", changes)]
+
+
 def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
     query = row["problem_statement"]
     if tool == "packet":
@@ -118,23 +136,26 @@ def _cells(result: dict, tool: str) -> dict[str, float]:
     return {f"{b} {k}": v[k] for b, v in result.items() for k in CONTEXT_KEYS}
 
 
-def report(results: list[dict], tool: str) -> str:
-    cells = [(_cells(r["served"], tool), _cells(r["flipped"], tool)) for r in results]
+def report(results: list[dict], tool: str, arm: str = "flipped") -> str:
+    cells = [(_cells(r["served"], tool), _cells(r[arm], tool)) for r in results]
     keys = list(cells[0][0]) if cells else []
     scored = [k for k in keys if not k.endswith("tokens")]
 
     def mean(arm, key):
         vals = [c for cell in cells if not math.isnan(c := cell[arm][key])]
         return statistics.fmean(vals) if vals else float("nan")
-    lines = [f"questions: {len(results)}", "", "| | served | flipped |", "|---|---|---|"]
+    lines = [f"questions: {len(results)}", "", f"| | served | {arm} |", "|---|---|---|"]
     lines += [f"| {k} | {mean(0, k):.3f} | {mean(1, k):.3f} |" for k in keys]
     moved = [(r, s, f, ks) for r, (s, f) in zip(results, cells) if (ks := [k for k in scored if abs(s[k] - f[k]) > 1e-9])]
+    lines += ["", f"| better / worse in {arm} | " + " | ".join(scored) + " |", "|---|" + "---|" * len(scored),
+              "| questions | " + " | ".join(f"{sum(f[k] > s[k] + 1e-9 for s, f in cells)} / "
+                                           f"{sum(f[k] < s[k] - 1e-9 for s, f in cells)}" for k in scored) + " |"]
     lines += ["", f"moved ({len(moved)}):"]
     for r, s, f, ks in moved:
         if tool == "packet":
-            lines.append(f"- {r['instance_id']}: gold ranks {r['served']['ranks']} served, {r['flipped']['ranks']} flipped")
+            lines.append(f"- {r['instance_id']}: gold ranks {r['served']['ranks']} served, {r[arm]['ranks']} {arm}")
         else:
-            lines.append(f"- {r['instance_id']}: " + ", ".join(f"{k} {s[k]:.2f}/{f[k]:.2f}" for k in ks) + " (served/flipped)")
+            lines.append(f"- {r['instance_id']}: " + ", ".join(f"{k} {s[k]:.2f}/{f[k]:.2f}" for k in ks) + f" (served/{arm})")
     return "\n".join(lines)
 
 
@@ -146,6 +167,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--weight", action="append", default=[], help="tier=VALUE: a fusion weight for the flipped arm")
     ap.add_argument("--switch", action="append", default=[],
                     help="module.NAME (a boolean, flipped) or module.NAME=VALUE, in mcp_retrieval (repeatable)")
+    ap.add_argument("--each", action="store_true", help="one arm per switch and weight instead of one with all")
     ap.add_argument("--tool", choices=("packet", "context"), default="packet")
     ap.add_argument("--budgets", default="1000,4000", help="context windows' budgets")
     ap.add_argument("--per-repo", type=int, default=None)
@@ -159,6 +181,7 @@ def main(argv: list[str]) -> int:
         ap.error(str(e))
     if not changes:
         ap.error("give at least one --switch or --weight")
+    arms = _arms(changes, args.switch + args.weight, args.each)
     budgets = [int(b) for b in args.budgets.split(",") if b]
     repos = dict(r.split("=", 1) for r in args.repo)
     rows = select_rows(read_rows(args.instances), repos, args.per_repo)
@@ -170,10 +193,12 @@ def main(argv: list[str]) -> int:
             if args.tool == "context":
                 engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
             result = {"instance_id": row["instance_id"], "repo": row["repo"]}
-            for arm in ("served", "flipped"):
-                _set_arm(changes, arm, engine)
-                result[arm] = _answer(engine, row, args.tool, budgets)
             _set_arm(changes, "served", engine)
+            result["served"] = _answer(engine, row, args.tool, budgets)
+            for name, flips in arms:
+                _set_arm(flips, "flipped", engine)
+                result[name] = _answer(engine, row, args.tool, budgets)
+                _set_arm(flips, "served", engine)
             if result["served"] is None:
                 print(f"{row['instance_id']}: no gold lines resolved; skipped", file=sys.stderr)
                 continue
@@ -190,5 +215,5 @@ def main(argv: list[str]) -> int:
             out.close()
         for engine, _ in engines.values():
             engine.close()
-    print(report(results, args.tool))
+    print("\n\n".join(report(results, args.tool, name) for name, _ in arms))
     return 0

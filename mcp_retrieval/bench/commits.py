@@ -9,8 +9,10 @@ The classic bug-localisation set-up: walking HEAD's first-parent history, newest
 non-merge commit whose message says it fixes something (`fix`, `bug`, `crash`, `error`, ...) and
 that changes one to three source files that already existed (not tests, docs or build files; no
 reverts or typo fixes) becomes an instance in the format of `../shared/eval/multilang_dev.jsonl`: the
-message is the question, the parent commit the base, the changed source files the gold. The
-history tier reads the parent's ancestry only, so the commit itself stays invisible.
+message is the question, the parent commit the base, the changed source files the gold, and their
+diff the `patch_text` (so `bench ab --tool context` and `bench tokens` score windows on them: a
+yardstick for `context` from history that is not the dev files). The history tier reads the
+parent's ancestry only, so the commit itself stays invisible.
 
 Commit messages are shorter than issues and often name the code they touch, so these numbers
 are not SWE-bench's: they compare languages and methods with each other, not with published
@@ -22,12 +24,12 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for
+from mcp_retrieval.indexers.listing import run_git
 
 FIX = re.compile(r"(?i)\b(fix(es|ed)?|bug|crash(es)?|error|wrong|incorrect|broken|regression|fails?)\b")
 MIN_MESSAGE_CHARS = 40
@@ -43,8 +45,18 @@ def source_files(paths: list[str]) -> list[str]:
 
 
 def _git(git_dir: Path, *args: str) -> str:
-    return subprocess.run(["git", "--git-dir", str(git_dir), *args], capture_output=True, text=True, check=True,
-                          errors="replace").stdout
+    """`git <args>` against `git_dir`, neutralised like every git call of the project (a mined
+    repository's config runs nothing); a clear error when git fails."""
+    done = run_git(Path.cwd(), *args, git_dir=git_dir)
+    if done is None or done.returncode != 0:
+        why = done.stderr.decode(errors="replace").strip() if done is not None else "git could not run"
+        raise RuntimeError(f"git {args[0]} in {git_dir}: {why}")
+    return done.stdout.decode(errors="replace")
+
+
+def patch_text(git_dir: Path, parent: str, sha: str, paths: list[str]) -> str:
+    """The commit's diff of `paths`, as SWE-bench rows carry it (`a/` and `b/` prefixes)."""
+    return _git(git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", parent, sha, "--", *paths)
 
 
 def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str], bool],
@@ -90,7 +102,7 @@ def main(argv: list[str]) -> int:
             for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo):
                 row = {"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo, "base_commit": parent,
                        "problem_statement": message, "gold_code_files": gold,
-                       "language": sorted({language_for(p) for p in gold})[0]}
+                       "patch_text": patch_text(Path(git_dir), parent, sha, gold), "language": sorted({language_for(p) for p in gold})[0]}
                 out.write(json.dumps(row) + "\n")
                 rows += 1
             print(f"{repo}: {rows} instances so far", file=sys.stderr)

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 import ast
-import subprocess
 import sys
 from pathlib import Path
+
+from mcp_retrieval.indexers.listing import run_git
 
 RANKING_MODULES = ("assemble", "classify", "coactivation", "config", "continuation", "decide", "file_features",
                    "file_rank", "file_scorer", "fusion", "graph_fusion", "lead_file", "module_heads", "pipeline",
@@ -53,8 +54,8 @@ def source_at(module: str, rev: str | None) -> str | None:
     if rev is None:
         file = _ROOT / path
         return file.read_text(encoding="utf-8") if file.exists() else None
-    done = subprocess.run(["git", "-C", str(_ROOT), "show", f"{rev}:{path}"], capture_output=True, text=True)
-    return done.stdout if done.returncode == 0 else None
+    done = run_git(_ROOT, "show", f"{rev}:{path}")
+    return done.stdout.decode("utf-8", errors="replace") if done is not None and done.returncode == 0 else None
 
 
 def count(rev: str | None) -> dict[str, int]:
