@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mcp_retrieval import rules
-from mcp_retrieval.doc_lines import documentation_lines, elidable_runs
+from mcp_retrieval.doc_lines import elidable_runs
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
@@ -48,13 +48,10 @@ NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before
 # window took the place of the function the fix changes (BENCHMARKS 28b). Python only: a Go, Rust
 # or C struct's comments are its fields' meaning, and no multilingual window moved with the rule.
 CLASS_DOCS_LANGUAGES = ("python",)
-# A window wider than its layout's `thrift_above` chooses by relevance per token: each candidate's
-# value is scaled by (THRIFT_REFERENCE / its tokens) ** `Rules.thrift`, so a long chunk yields to a short
-# one scored a little lower (a 1,000-token chunk needs ~1.5x the score of a 200-token one). At 4k
-# it showed more gold functions and files; at 1k it lost both, and at 2k it lost on two of the
-# three question sets (BENCHMARKS 26c).
-THRIFT_REFERENCE = 200  # tokens (header and body) at which the factor is 1
-THRIFT_FLOOR = 100  # a shorter chunk (a split definition's last lines) counts as this long
+# A window chooses by relevance (MMR over the chunk scores), not by relevance per token: scaling a
+# wide window's values by (200 / tokens) ** 0.25 (BENCHMARKS-history 26c) showed fewer of the
+# changed functions and lines at 4k on mined fix commits, multilang_dev and swebench_dev alike
+# (BENCHMARKS 53a), and was deleted.
 STUB_NOTE = "stubs: chunks delivered earlier in this session; reread one if it is no longer in your context"
 # Each piece is booked at an upper bound (its header with the path, which the window writes once
 # per run of one file), so a wide window's books ran out while a tenth of its budget was still
@@ -100,11 +97,10 @@ class Layout:
     tight_window: int = 0
     code_share: float = 1.0
     compact: bool = False
-    thrift_above: int | None = None  # budgets above this choose by relevance per token (`Rules.thrift`)
     show_root: bool = False  # a workspace of several roots: headers name the root too
 
 
-FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4, thrift_above=2000)
+FRONTIER = Layout(max_share=0.6, whole_floor=1000, tight_window=1000, code_share=0.4)
 COMPACT = Layout(max_share=0.5, compact=True)
 COMPACT_MAX_CHUNKS = 8
 RENDERS = {"frontier": FRONTIER, "compact": COMPACT}
@@ -252,18 +248,16 @@ def _signature_end(lines: list[str]) -> int:
     return 1
 
 
-def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line: int, language: str = "") -> str | None:
+def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line: int) -> str | None:
     """The signature plus the lines around those sharing the most terms with the question, within
     `max_tokens`; elided runs are marked with their line numbers. None when nothing matches or
     not even the signature and one match fit. Costs are summed per line (an upper bound: tokens
-    add up across lines, the byte floor only rounds up), so no trial rendering is needed. Lines of
-    code are matched before lines of documentation (`Rules.excerpt_code_first`): a docstring restates
-    the question's words, the code is what an agent edits."""
+    add up across lines, the byte floor only rounds up), so no trial rendering is needed. Code and
+    documentation lines are matched alike (matching code first moved no window: BENCHMARKS 53a)."""
     lines = text.split("\n")
     sig = _signature_end(lines)
-    docs = documentation_lines(lines, language) if rules.current().excerpt_code_first and language else set()
     hits = sorted(((len(set(terms(line)) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
-                  key=lambda h: (h[1] in docs, -h[0], h[1]))
+                  key=lambda h: (-h[0], h[1]))
     hits = [i for n, i in hits if n > 0][:MAX_EXCERPT_HITS]
     if not hits:
         return None
@@ -344,10 +338,7 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     stub = {id(c): c.chunk.sha256 in delivered for c in pool}
     headers = [_piece(Placed(c, stub=stub[id(c)]), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
-    exponent = rules.current().thrift if layout.thrift_above is not None and budget > layout.thrift_above else 0.0
-    thrift = {id(c): (THRIFT_REFERENCE / max(THRIFT_FLOOR, header_cost[id(c)] + (
-        0 if stub[id(c)] else _shown_tokens(c)))) ** exponent if exponent else 1.0 for c in pool}  # a stub: its header
-    mmr = _LazyMMR(pool, {id(c): lam * (c.score / top) * thrift[id(c)] for c in pool}, 1 - lam)
+    mmr = _LazyMMR(pool, {id(c): lam * (c.score / top) for c in pool}, 1 - lam)
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
@@ -450,17 +441,6 @@ def _class_docs_elided(c: Candidate) -> bool:
     return rules.current().class_docs_elided and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
 
 
-def _shown_tokens(c: Candidate) -> int:
-    """What the chunk's body will cost when it fits (an estimate for relevance per token; `_place`
-    decides with its header counted): a Python class's own chunk without its docstring when that
-    halves it, else the chunk whole."""
-    if rules.current().thrift_class_code and _class_docs_elided(c):
-        code = code_only(_neutral_text(c.chunk.text), c.chunk.language, c.chunk.start_line)  # as `_place` reads it
-        if code is not None and 2 * (n := budget_tokens(code)) <= c.chunk.tokens:
-            return n
-    return c.chunk.tokens
-
-
 def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chosen: list[Placed], budget: int,
                head: str, layout: Layout) -> tuple[Placed, int] | None:
     """A chunk whose estimated cost missed what is left by at most NEAR_MISS of itself, placed whole
@@ -529,7 +509,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
             return q, cost
     if not query_terms:
         return None, 0
-    text = excerpt(p.text, query_terms, room, c.chunk.start_line, c.chunk.language)
+    text = excerpt(p.text, query_terms, room, c.chunk.start_line)
     if text is None:
         return None, 0
     p.text = text

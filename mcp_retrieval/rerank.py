@@ -89,7 +89,6 @@ class RerankWeights:
     deprecated_factor: float = 0.7
     prose_factor: float = 0.6
     prose_factor_bug_report: float = 0.2
-    anchored_file_factor: float = 1.15
     symbol_factor: float = 1.1
     turn_factor: float = 1.15
 
@@ -120,9 +119,7 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     score, in this order) and the reasons shown in `why`."""
     factors: dict[str, float] = {}
     why: list[str] = []
-    if c.chunk.path in s.anchored_files:
-        if s.structural:
-            factors["named_file"] = w.anchored_file_factor
+    if c.chunk.path in s.anchored_files:  # no factor: the anchor tier has brought it (a lift moved no window, 53a)
         why.append("file named in the question")
     if "symbol" in c.raw:
         if s.structural:

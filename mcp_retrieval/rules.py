@@ -41,11 +41,8 @@ class Rules:
     file_ranker_weighs_structure: bool = True
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)
-    excerpt_code_first: bool = True  # an excerpt matches lines of code before documentation (25d)
     class_docs_elided: bool = True  # a Python class comes without its docstring when that halves it (28b)
-    thrift_class_code: bool = True  # relevance per token counts such a class by its code (28g)
     exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)
-    thrift: float = 0.25  # wide windows choose by relevance per token, scaled by (200 / tokens) ** thrift (26c)
     tokens_per_chunk: int | None = 150  # a window may hold one chunk per this many tokens (28d); None: fixed caps
 
     def with_changes(self, **changes) -> "Rules":

@@ -93,13 +93,13 @@ def test_ab_flips_a_boolean_switch_or_sets_the_value_given_and_restores_it():
 def test_ab_each_gives_every_change_an_arm_of_its_own_named_by_its_spec():
     from mcp_retrieval.bench.ab import Switch, _arms, report
 
-    changes = [Switch("rules.continuations"), Switch("rules.thrift=0.0")]
-    specs = ["rules.continuations", "rules.thrift=0.0"]
+    changes = [Switch("rules.continuations"), Switch("rules.tokens_per_chunk=None")]
+    specs = ["rules.continuations", "rules.tokens_per_chunk=None"]
     assert _arms(changes, specs, each=False) == [("flipped", changes)]
-    assert _arms(changes, specs, each=True) == [("rules.continuations", changes[:1]), ("rules.thrift=0.0", changes[1:])]
+    assert _arms(changes, specs, each=True) == [("rules.continuations", changes[:1]), ("rules.tokens_per_chunk=None", changes[1:])]
     cells = {"acc@1": 1.0, "acc@3": 1.0, "acc@5": 1.0, "acc@10": 1.0, "mrr": 1.0}
-    row = {"instance_id": "a-1", "served": {**cells, "ranks": [1]}, "rules.thrift=0.0": {**cells, "mrr": 0.5, "ranks": [2]}}
-    assert "| | served | rules.thrift=0.0 |" in report([row], "packet", "rules.thrift=0.0")
+    row = {"instance_id": "a-1", "served": {**cells, "ranks": [1]}, "rules.tokens_per_chunk=None": {**cells, "mrr": 0.5, "ranks": [2]}}
+    assert "| | served | rules.tokens_per_chunk=None |" in report([row], "packet", "rules.tokens_per_chunk=None")
 
 
 def test_the_structured_size_is_reported_per_budget_and_in_all():

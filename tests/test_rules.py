@@ -32,8 +32,8 @@ def test_a_rule_changed_by_name_and_an_unknown_name_is_a_clear_error():
 
 def test_rules_in_force_are_the_blocks_own_and_restored_after_it():
     assert current() is DEFAULT
-    with applied(Rules(thrift=0.0)):
-        assert current().thrift == 0.0
+    with applied(Rules(tokens_per_chunk=None)):
+        assert current().tokens_per_chunk is None
         with ThreadPoolExecutor(1) as pool:  # another thread is outside the block
             assert pool.submit(current).result() is DEFAULT
     assert current() is DEFAULT

@@ -18,7 +18,6 @@ over whole files (each file's head, as many lines as fit).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import statistics
@@ -141,16 +140,12 @@ def context_window(engine: Engine, query: str, budget: int, variant: str = "cont
     return shown, budget_tokens(r.window)
 
 
-# the baseline packs chunks in BM25's order: the frontier layout's cuts, not its choice by relevance per token
-BM25_ORDER = dataclasses.replace(assemble.FRONTIER, thrift_above=None)
-
-
 def chunk_bm25_window(engine: Engine, query: str, budget: int) -> tuple[dict[str, set[int]], int]:
     hits = engine.retriever.lexical_hits(query, 200)
     stored = engine.store.chunks_by_id([cid for cid, _ in hits])
     cands = [Candidate(chunk=stored[cid], score=s) for cid, s in hits if cid in stored]
     window = assemble.assemble(cands, budget=budget, max_chunks=64, lam=1.0, near_duplicate=1.01, head="know",
-                               layout=BM25_ORDER)
+                               layout=assemble.FRONTIER)
     shown: dict[str, set[int]] = defaultdict(set)
     for p in window.placed:
         shown[p.candidate.chunk.path] |= shown_lines(p.candidate.chunk.path, p.candidate.chunk.start_line, p.text)
