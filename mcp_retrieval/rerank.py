@@ -41,11 +41,6 @@ _DOC_PATH = re.compile(r"(^|/)(docs?|examples?|demos?|samples?|benchmarks?|bench
 # Issue and pull-request templates: a pasted report echoes its template word for word.
 _TEMPLATE_PATH = re.compile(r"(^|/)(\.github|\.gitlab|\.gitea)/(ISSUE_TEMPLATE|PULL_REQUEST_TEMPLATE|ISSUE_TEMPLATE\.md|"
                             r"PULL_REQUEST_TEMPLATE\.md|pull_request_template\.md)", re.I)
-# Superseded code says so: decorators/attributes, doc markers, warnings. Ranked below its
-# replacement when both match, unless the question is about the deprecation itself.
-_DEPRECATED = re.compile(r"@[Dd]eprecated\b|#\[deprecated\b|\bDeprecationWarning\b|\.\. deprecated::|"
-                         r"^\s*(//|#|\*|///)\s*Deprecated:", re.M)
-_DEPRECATION_QUERY = re.compile(r"deprecat", re.I)
 PASTED_ISSUE_CHARS = 400  # a question this long is a pasted issue or report: the answer is code
 
 
@@ -58,7 +53,6 @@ class RerankSignals:
     bug_report: bool = False  # a pasted issue or traceback: docs and templates echo it, code fixes it
     about_tests: bool = False
     exact_lookup: bool = False  # the question is one identifier: its definition wins wherever it lives
-    about_deprecation: bool = False
     # the conversation (`recent_turns`, seed 004): files and definitions the agent's last messages
     # named; read here only, never by retrieval
     turn_files: set[str] = field(default_factory=set)
@@ -77,8 +71,7 @@ def signals_for(query: str, anchored_files: Sequence[str], query_class: str, str
                          code_question=bug_report or (query_class not in ("procedural", "broad")
                                                       and not _DOCS_QUERY.search(query)),
                          bug_report=bug_report, exact_lookup=query_class == "identifier",
-                         about_tests=bool(_TEST_QUERY.search(query)),
-                         about_deprecation=bool(_DEPRECATION_QUERY.search(query)), structural=structural)
+                         about_tests=bool(_TEST_QUERY.search(query)), structural=structural)
 
 
 @dataclass
@@ -86,29 +79,13 @@ class RerankWeights:
     test_factor: float = 0.35
     generated_factor: float = 0.5
     template_factor: float = 0.2
-    deprecated_factor: float = 0.7
     prose_factor: float = 0.6
     prose_factor_bug_report: float = 0.2
-    symbol_factor: float = 1.1
     turn_factor: float = 1.15
 
 
 WEIGHTS = RerankWeights()  # what every reranker built without weights of its own reads (`bench ab` changes it
 # in place: `--switch rerank.WEIGHTS.test_factor=1.0`)
-
-_DEPRECATED_SEEN: dict[str, bool] = {}  # chunk sha256 -> marked deprecated (a chunk's text never changes)
-
-
-def _marked_deprecated(sha256: str, text: str) -> bool:
-    found = _DEPRECATED_SEEN.get(sha256)
-    if found is None:
-        if len(_DEPRECATED_SEEN) >= 50_000:
-            _DEPRECATED_SEEN.clear()
-        head = text[:2000]  # every marker holds "eprecat": a substring test spares most chunks the
-        # expression, which costs ~40 us a chunk (~2 ms of a new question's pool; BENCHMARKS 43a)
-        found = _DEPRECATED_SEEN[sha256] = "eprecat" in head and bool(_DEPRECATED.search(head))
-    return found
-
 
 def _named_in_conversation(c: Candidate, s: RerankSignals) -> bool:
     return c.chunk.path in s.turn_files or bool(c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names)
@@ -121,9 +98,7 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     why: list[str] = []
     if c.chunk.path in s.anchored_files:  # no factor: the anchor tier has brought it (a lift moved no window, 53a)
         why.append("file named in the question")
-    if "symbol" in c.raw:
-        if s.structural:
-            factors["defines_name"] = w.symbol_factor
+    if "symbol" in c.raw:  # no factor: the symbol tier has ranked it (a lift moved no window, 53c)
         why.append("defines a name in the question")
     if "message" in c.raw:
         why.append("holds a message the question quotes, verbatim (or declares an option it names)")
@@ -142,9 +117,6 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
         why.append("generated file, ranked after hand-written code")
     if s.code_question and (c.chunk.language in PROSE_LANGUAGES or _DOC_PATH.search(c.chunk.path)):
         factors["prose"] = w.prose_factor_bug_report if s.bug_report else w.prose_factor
-    if not s.about_deprecation and _marked_deprecated(c.chunk.sha256, c.chunk.text):
-        factors["deprecated"] = w.deprecated_factor
-        why.append("marked deprecated: ranked after its replacement")
     if s.bug_report and _TEMPLATE_PATH.search(c.chunk.path):
         factors["template"] = w.template_factor
         why.append("issue template: a report echoes it")

@@ -37,7 +37,7 @@ class Rules:
     vectors_only_add: bool = True  # `packet`: with vectors the pool is the one without them plus the dense tiers' finds (42h)
     dense_by_title: bool = True  # a long question with a title: the title's vector is fused, not the whole text's (52a)
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
-    # deprecated, named file or definition, report rules below) are left to the file ranker (43b)
+    # template) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)

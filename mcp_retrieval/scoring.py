@@ -8,7 +8,7 @@ Stages record evidence on the candidate and call `rescore`; nothing else assigns
 - `base`: the rerank model's reading of the retrieval tiers (`rerank`: the fused rank score over
   the pool's best; or a cross-encoder's probability);
 - `factors`: named multipliers, in the order they were found: the structural evidence of the
-  rerank stage (`test`, `prose`, `defines_name`, `conversation`, ...), the
+  rerank stage (`test`, `prose`, `generated`, `template`, `conversation`), the
   caller's `path_prefix`, a cross-encoder's `unread` rest;
 - `shared`: what the file's other matches add to every chunk of it (`context`:
   `file_rank.with_file_evidence`);

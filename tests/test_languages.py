@@ -139,18 +139,6 @@ def test_a_go_panic_pasted_with_crlf_line_ends_gives_its_frames_deepest_first_wi
     assert "slice bounds out of range" in extract(q).messages
 
 
-def test_deprecated_code_ranks_below_its_replacement_unless_asked_about_deprecation():
-    from mcp_retrieval.rerank import RerankWeights, signals_for
-
-    old = candidate("a.py", 1.0, 'def parse_old(x):\n    warnings.warn("use parse", DeprecationWarning)\n')
-    new = candidate("b.py", 1.0, "def parse(x):\n    return int(x)\n")
-    w = RerankWeights()
-    plain = signals_for("how do I parse the value", [], "default")
-    assert structural_factor(old, plain, w)[0] < structural_factor(new, plain, w)[0]
-    asked = signals_for("why is parse_old deprecated", [], "default")
-    assert structural_factor(old, asked, w)[0] == structural_factor(new, asked, w)[0]
-
-
 def test_context_pool_gains_file_evidence_without_reordering_a_file():
     lone = candidate("a.c", 1.0)
     busy = [candidate("b.c", 0.9), candidate("b.c", 0.8, start=20), candidate("b.c", 0.7, start=40)]

@@ -24,12 +24,12 @@ def _candidate(score: float = 0.0) -> Candidate:
 
 def test_the_score_is_base_times_factors_plus_the_files_share_at_least_what_it_inherits():
     c = _candidate()
-    assert scoring.set_base(c, 0.5, {"test": 0.35, "defines_name": 1.1}) == pytest.approx(0.5 * 0.35 * 1.1)
-    assert scoring.multiply(c, "path_prefix", 1.2) == pytest.approx(0.5 * 0.35 * 1.1 * 1.2)
-    assert scoring.share(c, 0.1) == pytest.approx(0.5 * 0.35 * 1.1 * 1.2 + 0.1)
-    assert scoring.inherit(c, 0.05) == pytest.approx(0.5 * 0.35 * 1.1 * 1.2 + 0.1)  # lower: no change
+    assert scoring.set_base(c, 0.5, {"test": 0.35, "conversation": 1.15}) == pytest.approx(0.5 * 0.35 * 1.15)
+    assert scoring.multiply(c, "path_prefix", 1.2) == pytest.approx(0.5 * 0.35 * 1.15 * 1.2)
+    assert scoring.share(c, 0.1) == pytest.approx(0.5 * 0.35 * 1.15 * 1.2 + 0.1)
+    assert scoring.inherit(c, 0.05) == pytest.approx(0.5 * 0.35 * 1.15 * 1.2 + 0.1)  # lower: no change
     assert scoring.inherit(c, 0.9) == 0.9
-    assert scoring.terms(c) == {"base": 0.5, "test": 0.35, "defines_name": 1.1, "path_prefix": 1.2,
+    assert scoring.terms(c) == {"base": 0.5, "test": 0.35, "conversation": 1.15, "path_prefix": 1.2,
                                 "shared": 0.1, "inherited": 0.9}
     scoring.set_base(c, 0.2)  # a new reading replaces every earlier piece of evidence
     assert c.score == 0.2 and scoring.terms(c) == {"base": 0.2}
