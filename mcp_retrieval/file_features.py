@@ -50,7 +50,12 @@ BASE_FEATURES = (
     "path_cover_stemmed",    # path_cover, every word cut to its stem
     "stem_cover_stemmed",    # stem_cover, every word cut to its stem
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
+    # what the file says, not only what it is called: a central file (`StringUtils.java` for "null-safe
+    # string operations") holds the question's words in its code where its name does not (53d)
+    "text_cover_stemmed",    # share of the question's first 24 stems its pooled chunks' headers and first 300 characters hold
 )
+TEXT_CHARS = 300  # of each chunk's text `text_cover_stemmed` reads (training pools keep as much: training.collect)
+TEXT_STEMS = 24  # the question's first this many stems are looked for (a pasted issue's title and opening)
 LONG_QUESTION_WORDS = 40  # more question words than this: a pasted issue or commit message (q_long)
 QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; long; one identifier
 # features that matter differently for a short question (a name, a few words) and a pasted issue
@@ -60,7 +65,11 @@ FEATURES = (*BASE_FEATURES, *QUESTION_FEATURES, *(f"{f}*q_short" for f in CROSSE
 
 
 def question_words(query: str) -> set[str]:
-    return {t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()}
+    return set(_question_words_in_order(query))
+
+
+def _question_words_in_order(query: str) -> list[str]:
+    return [t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()]
 
 
 def is_long_question(query: str) -> bool:
@@ -77,6 +86,16 @@ def _words(text: str) -> frozenset[str]:
 def _stems(text: str) -> frozenset[str]:
     """`_words`, each cut to its English stem (Snowball)."""
     return frozenset(stem(w) for w in _words(text))
+
+
+def _text_cover(qstems: Sequence[str], chunks: Sequence[Candidate]) -> float:
+    """Share of the question's stems found in the file's pooled chunks (headers and first
+    TEXT_CHARS, lowercased) as substrings: a stem is a word's start, so `pars` meets `parse`,
+    `parser` and `parseConfig` (one scan of the file's text per stem, ~0.2 ms a question)."""
+    if not qstems:
+        return 0.0
+    seen = "\n".join(f"{c.chunk.header}\n{c.chunk.text[:TEXT_CHARS]}" for c in chunks).lower()
+    return sum(q in seen for q in qstems) / len(qstems)
 
 
 def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
@@ -104,8 +123,10 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     if not candidates:
         return [], []
     top = max(c.score for c in candidates) or 1.0
-    qwords = question_words(query)
+    in_order = _question_words_in_order(query)
+    qwords = set(in_order)
     qstems = frozenset(stem(w) for w in qwords)
+    lead_stems = list(dict.fromkeys(stem(w) for w in in_order))[:TEXT_STEMS]
     stripped = query.strip()
     is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
@@ -153,6 +174,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                max((best_score[k] / top for k in head_folders.get((key[0], _folder(path)), []) if k != key),
                    default=0.0),
                _cover(qstems, _stems(path.replace("/", " "))), _cover(_stems(file_stem), qstems), symbol_cover_stemmed,
+               _text_cover(lead_stems, chunks),
                short, long, float(is_identifier)]
         row += [row[i] * short for i in _CROSSED_COLUMNS]
         row += [row[i] * long for i in _CROSSED_COLUMNS]

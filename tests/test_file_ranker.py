@@ -63,3 +63,27 @@ def test_a_file_named_in_another_word_form_of_the_question_covers_it():
     assert validate[column["stem_cover"]] == 0.0 and validate[column["stem_cover_stemmed"]] == 1.0
     assert validate[column["symbol_cover_stemmed"]] == 1.0 and validate[column["path_cover_stemmed"]] > 0
     assert other[column["stem_cover_stemmed"]] == other[column["path_cover_stemmed"]] == 0
+
+
+def test_a_file_whose_code_holds_the_questions_words_covers_them_by_its_text():
+    """"null-safe string operations" is answered by `StringUtils.java`, whose name holds one of the
+    words and whose code holds the rest: the text cover reads each pooled chunk's header and first
+    TEXT_CHARS characters, lowercased, for the question's stems (`pars` meets `parseConfig`)."""
+    from mcp_retrieval.file_features import TEXT_CHARS
+    from mcp_retrieval.indexers.store import StoredChunk
+    from mcp_retrieval.retrieve import Candidate
+
+    def candidate(path: str, text: str, start: int = 1) -> Candidate:
+        chunk = StoredChunk(id=f"{path}:{start}", path=path, start_line=start, end_line=start + 9, symbol=None,
+                            kind="method", language="java", header="", text=text, sha256="", tokens=9, embedded=False)
+        return Candidate(chunk=chunk, score=1.0)
+
+    keys, rows = file_features("null-safe string parsing", [
+        candidate("src/StringUtils.java", "public static boolean isEmpty(CharSequence cs) { // null-safe"),
+        candidate("src/StringUtils.java", "String parseConfig(String s)", start=20),
+        candidate("src/Range.java", " " * TEXT_CHARS + "null string parse"),  # past what is read
+    ])
+    column = FEATURES.index("text_cover_stemmed")
+    utils, other = rows[keys.index(("", "src/StringUtils.java"))], rows[keys.index(("", "src/Range.java"))]
+    assert utils[column] == 1.0  # null, safe, string, pars: each in one of its two chunks
+    assert other[column] == 0.0

@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
+from mcp_retrieval import file_features
 from mcp_retrieval.file_features import question_words
 from mcp_retrieval.stages import StageLog
 
@@ -51,7 +52,8 @@ def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: in
                           new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
-TEXT_CHARS = 300  # of each pooled chunk's text kept: the features read paths and names, not text
+# of each pooled chunk's text kept: what `text_cover_stemmed` reads, and the features read no more
+TEXT_CHARS = file_features.TEXT_CHARS
 
 
 def pool_record(engine, query: str, pool_size: int | None = None, text_chars: int = TEXT_CHARS) -> dict:
