@@ -51,10 +51,10 @@ BASE_FEATURES = (
     "stem_cover_stemmed",    # stem_cover, every word cut to its stem
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
     # what the file says, not only what it is called: a central file (`StringUtils.java` for "null-safe
-    # string operations") holds the question's words in its code where its name does not (53d)
-    "text_cover_stemmed",    # share of the question's first 24 stems its pooled chunks' headers and first 300 characters hold
+    # string operations") holds the question's words in its code where its name does not (53d, 53e)
+    "text_cover",      # the question's first 24 stems its chunks' headers and first 300 characters hold, rare ones weighing most
 )
-TEXT_CHARS = 300  # of each chunk's text `text_cover_stemmed` reads (training pools keep as much: training.collect)
+TEXT_CHARS = 300  # of each chunk's text `text_cover` reads (training pools keep as much: training.collect)
 TEXT_STEMS = 24  # the question's first this many stems are looked for (a pasted issue's title and opening)
 LONG_QUESTION_WORDS = 40  # more question words than this: a pasted issue or commit message (q_long)
 QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; long; one identifier
@@ -88,14 +88,20 @@ def _stems(text: str) -> frozenset[str]:
     return frozenset(stem(w) for w in _words(text))
 
 
-def _text_cover(qstems: Sequence[str], chunks: Sequence[Candidate]) -> float:
-    """Share of the question's stems found in the file's pooled chunks (headers and first
-    TEXT_CHARS, lowercased) as substrings: a stem is a word's start, so `pars` meets `parse`,
-    `parser` and `parseConfig` (one scan of the file's text per stem, ~0.2 ms a question)."""
-    if not qstems:
-        return 0.0
-    seen = "\n".join(f"{c.chunk.header}\n{c.chunk.text[:TEXT_CHARS]}" for c in chunks).lower()
-    return sum(q in seen for q in qstems) / len(qstems)
+def _text_covers(qstems: Sequence[str], by_file: dict) -> dict:
+    """Each file's `text_cover`: the question's stems found in its pooled chunks (headers and first
+    TEXT_CHARS, lowercased) as substrings — a stem is a word's start, so `pars` meets `parse`,
+    `parser` and `parseConfig` — each weighted by its rarity among the pool's files (1 + log((1 +
+    files) / (1 + files holding it))), over the weight of them all. A word every pooled file says
+    ("plugin" in a plugin manager) counts for little; one only a few say, for much (53e)."""
+    held = {}
+    for key, chunks in by_file.items():
+        seen = "\n".join(f"{c.chunk.header}\n{c.chunk.text[:TEXT_CHARS]}" for c in chunks).lower()
+        held[key] = [q for q in qstems if q in seen]
+    files_holding = Counter(q for found in held.values() for q in found)
+    weight = {q: 1.0 + math.log((1 + len(by_file)) / (1 + files_holding[q])) for q in qstems}
+    total = sum(weight.values())
+    return {key: (sum(weight[q] for q in found) / total if total else 0.0) for key, found in held.items()}
 
 
 def _cover(part: frozenset[str] | set[str], whole: frozenset[str] | set[str]) -> float:
@@ -144,6 +150,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     for k in order[:5]:
         head_folders.setdefault((k[0], _folder(k[1])), []).append(k)
     keys, rows = [], []
+    text_cover = _text_covers(lead_stems, by_file)
     for key, chunks in by_file.items():
         path = key[1]
         scores = sorted((c.score for c in chunks), reverse=True) + [0.0, 0.0]
@@ -174,7 +181,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                max((best_score[k] / top for k in head_folders.get((key[0], _folder(path)), []) if k != key),
                    default=0.0),
                _cover(qstems, _stems(path.replace("/", " "))), _cover(_stems(file_stem), qstems), symbol_cover_stemmed,
-               _text_cover(lead_stems, chunks),
+               text_cover[key],
                short, long, float(is_identifier)]
         row += [row[i] * short for i in _CROSSED_COLUMNS]
         row += [row[i] * long for i in _CROSSED_COLUMNS]

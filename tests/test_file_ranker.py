@@ -83,7 +83,7 @@ def test_a_file_whose_code_holds_the_questions_words_covers_them_by_its_text():
         candidate("src/StringUtils.java", "String parseConfig(String s)", start=20),
         candidate("src/Range.java", " " * TEXT_CHARS + "null string parse"),  # past what is read
     ])
-    column = FEATURES.index("text_cover_stemmed")
+    column = FEATURES.index("text_cover")
     utils, other = rows[keys.index(("", "src/StringUtils.java"))], rows[keys.index(("", "src/Range.java"))]
     assert utils[column] == 1.0  # null, safe, string, pars: each in one of its two chunks
     assert other[column] == 0.0

@@ -52,7 +52,7 @@ def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: in
                           new_file_statuses=("A", "D", "R"), max_message=4000)
 
 
-# of each pooled chunk's text kept: what `text_cover_stemmed` reads, and the features read no more
+# of each pooled chunk's text kept: what `text_cover` reads, and the features read no more
 TEXT_CHARS = file_features.TEXT_CHARS
 
 
