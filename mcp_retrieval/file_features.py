@@ -52,7 +52,7 @@ BASE_FEATURES = (
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
     # what the file says, not only what it is called: a central file (`StringUtils.java` for "null-safe
     # string operations") holds the question's words in its code where its name does not (53d, 53e)
-    "text_cover",      # the question's first 24 stems its chunks' headers and first 300 characters hold, rare ones weighing most
+    "text_cover",      # the question's first 24 stems its chunks' first 300 characters hold, the rarer the more
 )
 TEXT_CHARS = 300  # of each chunk's text `text_cover` reads (training pools keep as much: training.collect)
 TEXT_STEMS = 24  # the question's first this many stems are looked for (a pasted issue's title and opening)

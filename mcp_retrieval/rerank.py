@@ -87,6 +87,7 @@ class RerankWeights:
 WEIGHTS = RerankWeights()  # what every reranker built without weights of its own reads (`bench ab` changes it
 # in place: `--switch rerank.WEIGHTS.test_factor=1.0`)
 
+
 def _named_in_conversation(c: Candidate, s: RerankSignals) -> bool:
     return c.chunk.path in s.turn_files or bool(c.chunk.symbol and c.chunk.symbol.rsplit(".", 1)[-1] in s.turn_names)
 

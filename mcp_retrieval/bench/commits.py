@@ -102,7 +102,8 @@ def main(argv: list[str]) -> int:
             for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo):
                 row = {"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo, "base_commit": parent,
                        "problem_statement": message, "gold_code_files": gold,
-                       "patch_text": patch_text(Path(git_dir), parent, sha, gold), "language": sorted({language_for(p) for p in gold})[0]}
+                       "patch_text": patch_text(Path(git_dir), parent, sha, gold),
+                       "language": sorted({language_for(p) for p in gold})[0]}
                 out.write(json.dumps(row) + "\n")
                 rows += 1
             print(f"{repo}: {rows} instances so far", file=sys.stderr)
