@@ -52,9 +52,9 @@ BASE_FEATURES = (
     "symbol_cover_stemmed",  # symbol_cover, every word cut to its stem
     # what the file says, not only what it is called: a central file (`StringUtils.java` for "null-safe
     # string operations") holds the question's words in its code where its name does not (53d, 53e)
-    "text_cover",      # the question's first 24 stems its chunks' first 300 characters hold, the rarer the more
+    "text_cover",      # the question's first 24 stems its chunks' first 1,000 characters hold, the rarer the more
 )
-TEXT_CHARS = 300  # of each chunk's text `text_cover` reads (training pools keep as much: training.collect)
+TEXT_CHARS = 1000  # of each chunk's text `text_cover` reads (training pools keep as much: training.collect)
 TEXT_STEMS = 24  # the question's first this many stems are looked for (a pasted issue's title and opening)
 LONG_QUESTION_WORDS = 40  # more question words than this: a pasted issue or commit message (q_long)
 QUESTION_FEATURES = ("q_short", "q_long", "q_identifier")  # <= 6 words; long; one identifier

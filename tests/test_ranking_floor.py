@@ -18,9 +18,11 @@ QUESTIONS = Path(__file__).resolve().parent.parent / "fixtures" / "ranking_quest
 # hand-set score gave 0.9 / 1.0 / 0.96: it does not demote documentation as hard, and the one
 # documentation question here, "how do I install the shop", loses its guide). "discount codes"
 # lost `pricing.py` to `cart.py`, which imports its `apply_discount`, when the Python import lift
-# went: on swebench_dev the lift cost three first files (docs/BENCHMARKS-history.md 42d). Floors sit at
-# the measured values: a change that loses a question here must say why in docs/BENCHMARKS.md.
-FLOORS = {"acc1": 0.7, "acc3": 0.9, "ndcg10": 0.85, "know": 1.0}
+# went: on swebench_dev the lift cost three first files (docs/BENCHMARKS-history.md 42d). "adding tax to
+# an amount" lost `pricing.py` to `cart.py`, whose code calls its `add_tax`, when the file ranker read
+# 1,000 characters of each chunk (model 6: mined commits +24 -14 at Acc@5 out of fold, docs/BENCHMARKS.md
+# 53g). Floors sit at the measured values: a change that loses a question here must say why there.
+FLOORS = {"acc1": 0.6, "acc3": 0.9, "ndcg10": 0.8, "know": 1.0}
 
 
 def test_known_answer_questions_stay_above_their_floors(workspace, tmp_path):
