@@ -280,8 +280,7 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
 @functools.lru_cache(maxsize=4096)
 def code_only(text: str, language: str, first_line: int) -> str | None:
     """The chunk without its runs of comments and docstrings (each marked elided); None when it
-    has none to leave out. Cached: a class is costed by its code for relevance per token and then
-    placed by it, and the same chunks recur across calls."""
+    has none to leave out. Cached: the same chunks recur across calls."""
     lines = text.split("\n")
     drop = elidable_runs(lines, language)
     return _render_excerpt(lines, set(range(len(lines))) - drop, first_line) if drop else None

@@ -29,8 +29,8 @@ import sys
 import time
 from pathlib import Path
 
-from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
 from mcp_retrieval import file_features
+from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
 from mcp_retrieval.file_features import question_words
 from mcp_retrieval.stages import StageLog
 

@@ -144,8 +144,7 @@ def chunk_bm25_window(engine: Engine, query: str, budget: int) -> tuple[dict[str
     hits = engine.retriever.lexical_hits(query, 200)
     stored = engine.store.chunks_by_id([cid for cid, _ in hits])
     cands = [Candidate(chunk=stored[cid], score=s) for cid, s in hits if cid in stored]
-    window = assemble.assemble(cands, budget=budget, max_chunks=64, lam=1.0, near_duplicate=1.01, head="know",
-                               layout=assemble.FRONTIER)
+    window = assemble.assemble(cands, budget=budget, max_chunks=64, lam=1.0, near_duplicate=1.01, head="know")
     shown: dict[str, set[int]] = defaultdict(set)
     for p in window.placed:
         shown[p.candidate.chunk.path] |= shown_lines(p.candidate.chunk.path, p.candidate.chunk.start_line, p.text)
