@@ -1,4 +1,5 @@
-"""Stage 0: a rule-based query classifier (no model). The class sets per-class caps."""
+"""Stage 0: a rule-based query classifier (no model). The class picks the rerank stage's signals
+(a bug report, an exact lookup, a question about code), the graph's depth and the overview map."""
 
 from __future__ import annotations
 
@@ -19,32 +20,27 @@ _DEBUG = re.compile(r"Traceback \(most recent call last\)|\b\w+(Error|Exception)
 @dataclass(frozen=True)
 class QueryClass:
     name: str  # identifier | path | procedural | multi_hop | broad | debug | default
-    max_chunks: int  # cap on delivered chunks for this class
     graph_hops: int  # graph expansion depth
 
 
-_CAPS = {  # chunks reaching the window at most (min with the caller's max_chunks), graph hops
-    "identifier": QueryClass("identifier", 10, 1),
-    "path": QueryClass("path", 12, 1),
-    "procedural": QueryClass("procedural", 20, 1),
-    "multi_hop": QueryClass("multi_hop", 24, 2),
-    "broad": QueryClass("broad", 24, 1),
-    "debug": QueryClass("debug", 20, 1),
-    "default": QueryClass("default", 20, 1),
-}
+# Each class once had its own cap on a window's chunks (10 for an identifier ... 24 for a broad
+# question); the budget's cap (one chunk per 150 tokens, workspace.chunk_cap) passed them all from
+# 3,600 tokens up, and they went (BENCHMARKS 54b).
+_CLASSES = {name: QueryClass(name, 2 if name == "multi_hop" else 1)
+            for name in ("identifier", "path", "procedural", "multi_hop", "broad", "debug", "default")}
 
 
 def classify(query: str) -> QueryClass:
     if _IDENT_ONLY.match(query):
-        return _CAPS["identifier"]
+        return _CLASSES["identifier"]
     if _PATH_ONLY.match(query):
-        return _CAPS["path"]
+        return _CLASSES["path"]
     if _DEBUG.search(query) and len(query) > 80:
-        return _CAPS["debug"]
+        return _CLASSES["debug"]
     if _BROAD.search(query):
-        return _CAPS["broad"]
+        return _CLASSES["broad"]
     if _MULTI_HOP.search(query):
-        return _CAPS["multi_hop"]
+        return _CLASSES["multi_hop"]
     if _PROCEDURAL.search(query):
-        return _CAPS["procedural"]
-    return _CAPS["default"]
+        return _CLASSES["procedural"]
+    return _CLASSES["default"]

@@ -269,7 +269,7 @@ class Workspace:
                 tracked = session_id is not None and not ignore_delivered
                 delivered = self.sessions.delivered(session_id) if tracked else set()
                 earlier = self.sessions.earlier_texts(session_id) if tracked else {}
-                cap = chunk_cap(lead.ranked.qclass.max_chunks, budget_tokens, max_chunks)
+                cap = chunk_cap(budget_tokens, max_chunks)
                 if render == "compact":
                     cap = min(cap, assemble.COMPACT_MAX_CHUNKS)
                 config = lead.engine.config
@@ -527,13 +527,10 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
     return workspace
 
 
-def chunk_cap(class_cap: int, budget: int, asked: int | None) -> int:
-    """How many full chunks a window may hold: the caller's `max_chunks` and the question class's
-    cap, whichever is lower. The class's cap rises to one chunk per `Rules.tokens_per_chunk` tokens of the budget
-    when that is more; so does the default (DEFAULT_MAX_CHUNKS) when the caller names no number. A
-    caller's own number is kept as given."""
+def chunk_cap(budget: int, asked: int | None) -> int:
+    """How many full chunks a window may hold: DEFAULT_MAX_CHUNKS, or one per `Rules.tokens_per_chunk`
+    tokens of the budget when that is more; the caller's `max_chunks` when it is lower."""
     per_chunk = rules.current().tokens_per_chunk
     by_budget = min(MAX_CHUNKS_LIMIT, budget // per_chunk) if per_chunk else 0
-    if asked is None:
-        asked = max(DEFAULT_MAX_CHUNKS, by_budget)
-    return min(asked, max(class_cap, by_budget))
+    limit = max(DEFAULT_MAX_CHUNKS, by_budget)
+    return limit if asked is None else min(asked, limit)

@@ -197,15 +197,13 @@ def test_the_off_by_default_mechanisms_are_switched_on_in_the_settings(workspace
 def test_a_window_may_hold_more_chunks_when_its_budget_is_wide_unless_the_caller_named_a_number():
     from mcp_retrieval import workspace
 
-    assert workspace.chunk_cap(20, 1000, None) == 20  # a narrow window: the fixed caps
-    assert workspace.chunk_cap(10, 1000, None) == 10  # a bare identifier's class cap
-    assert workspace.chunk_cap(20, 6000, None) == 40  # one per 150 tokens
-    assert workspace.chunk_cap(10, 6000, None) == 40  # the class's cap rises the same way
-    assert workspace.chunk_cap(20, 64000, None) == 64  # never past the argument's own limit
-    assert workspace.chunk_cap(20, 6000, 12) == 12  # the caller's number is kept as given
-    assert workspace.chunk_cap(20, 1000, 30) == 20  # ... and the class still caps a narrow window
+    assert workspace.chunk_cap(1000, None) == 20  # a narrow window: the default
+    assert workspace.chunk_cap(6000, None) == 40  # one per 150 tokens
+    assert workspace.chunk_cap(64000, None) == 64  # never past the argument's own limit
+    assert workspace.chunk_cap(6000, 12) == 12  # the caller's lower number is kept
+    assert workspace.chunk_cap(1000, 30) == 20  # ... a higher one meets the same cap
     with applied(Rules(tokens_per_chunk=None)):
-        assert workspace.chunk_cap(20, 6000, None) == 20 and workspace.chunk_cap(24, 6000, None) == 20
+        assert workspace.chunk_cap(6000, None) == 20
 
 
 def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, monkeypatch):
