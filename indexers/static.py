@@ -7,7 +7,7 @@ in numpy only. Identifiers are split into their parts before tokenizing (`getHTT
 places. A table may carry its own tokenizer: MiniLM's WordPiece vocabulary with code's frequent
 words added whole (`parse`, `middleware`, `mutex` are `par ##se`, `middle ##ware`, `mut ##ex` in
 MiniLM's; each added word's row is MiniLM's reading of the whole word; measured, not shipped:
-docs/BENCHMARKS.md 51a). The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`,
+docs/BENCHMARKS-history.md 51a). The table ships in the package (`mcp_retrieval/weights/static_minilm.npz`,
 float16) and its sha256 is checked at load. Selected with `MCP_RETRIEVAL_EMBEDDER=static`.
 """
 

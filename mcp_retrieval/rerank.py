@@ -12,7 +12,7 @@ failure falls back to the structural order, then to identity: a reranker problem
 
 The tiers' raw scores are not blended in: a z-score blend of the lexical and dense raw scores
 (a quarter of the base until session 48) cost `packet` with vectors on mined commits and moved
-`context` by noise (docs/BENCHMARKS.md 52c).
+`context` by noise (docs/BENCHMARKS-history.md 52c).
 """
 
 from __future__ import annotations

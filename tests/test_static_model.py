@@ -95,7 +95,7 @@ def test_a_table_with_its_own_tokenizer_reads_added_words_whole(monkeypatch, tmp
 def test_a_long_pasted_issue_is_fused_by_its_titles_vector_not_its_whole_texts(workspace, tmp_path):
     """A pasted issue's whole text (logs, steps, versions) embeds near everything: for a long
     question with a title, the title's vector is fused and the whole text's only read as know/miss
-    evidence (docs/BENCHMARKS.md 52a); `Rules(dense_by_title=False)` fuses both again."""
+    evidence (docs/BENCHMARKS-history.md 52a); `Rules(dense_by_title=False)` fuses both again."""
     from mcp_retrieval.file_features import is_long_question
     from mcp_retrieval.rules import Rules
     from mcp_retrieval.stages import StageLog

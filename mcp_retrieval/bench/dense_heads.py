@@ -1,4 +1,4 @@
-"""The dense tier alone, by what of a long question it embeds (docs/BENCHMARKS.md 52a).
+"""The dense tier alone, by what of a long question it embeds (docs/BENCHMARKS-history.md 52a).
 
     python -m mcp_retrieval.bench dense_heads --instances ROWS.jsonl --repo owner/name=GITDIR ... --work DIR
     python -m mcp_retrieval.bench dense_heads --pools POOLS.jsonl --repo ... --work DIR
