@@ -2,7 +2,8 @@
 
 Chunk scores alone let one long file crowd a packet (its ten similar chunks push the second and
 third file of a multi-file fix out of the first items). `packet` scores files with the learned
-file ranker (`file_scorer`); the hand-set file score here serves `context`'s file evidence and
+file ranker (`file_scorer`), and `context` weighs each chunk by its file's learned share
+(`with_learned_files`); the hand-set file score here serves both when no model is loaded or with
 `MCP_RETRIEVAL_FILE_RANKER=hand`: a file's best chunk plus a diminishing share of its next two
 (several independent hits raise a file; a long file with many weak hits cannot outrun one strong
 match: the extra is bounded at 35% of the best). Either way each file shows at most `per_file`
@@ -12,7 +13,7 @@ The Go/Rust folder lift that ran after the hand-set score (a file gained a share
 other head file of its package: docs/BENCHMARKS-history.md 9a) is the learned ranker's
 `folder_head` feature now, and gone from the hand-set fallback (docs/BENCHMARKS-history.md 44b).
 Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
-`context` reads the same file evidence before it packs a window (`with_file_evidence`).
+Without the model, `context` reads the hand-set file evidence before it packs a window (`with_file_evidence`).
 Pure: no I/O.
 """
 
@@ -82,6 +83,16 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
         if (extra := scores[key] - best[key]) > 0:
             scoring.share(c, extra)
             c.why.append("other matches in the same file")
+    return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
+
+
+def with_learned_files(candidates: Sequence[Candidate], shares: dict[FileKey, float]) -> list[Candidate]:
+    """`context`'s pool, each chunk multiplied by its file's learned share (`file_scorer.file_scores`:
+    1 for the best file), best first. On mined fix commits it brings more fixed files into a
+    window than the hand-set evidence and as many fixed functions (docs/BENCHMARKS.md 54i). Every
+    chunk of a file takes the same factor, so the order inside a file is kept."""
+    for c in candidates:
+        scoring.multiply(c, "file", shares[(c.root, c.chunk.path)])
     return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
 

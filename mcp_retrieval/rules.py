@@ -44,6 +44,7 @@ class Rules:
     class_docs_elided: bool = True  # a Python class comes without its docstring when that halves it (28b)
     exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)
     tokens_per_chunk: int | None = 150  # a window may hold one chunk per this many tokens (28d); None: fixed caps
+    context_file_ranker: bool = True  # the learned file ranker weighs `context`'s files, not the hand-set evidence (54i)
 
     def with_changes(self, **changes) -> "Rules":
         """These rules with some changed; an unknown name is a clear error."""

@@ -9,9 +9,10 @@ Stages record evidence on the candidate and call `rescore`; nothing else assigns
   the pool's best; or a cross-encoder's probability);
 - `factors`: named multipliers, in the order they were found: the structural evidence of the
   rerank stage (`test`, `prose`, `generated`, `template`, `conversation`), the
-  caller's `path_prefix`, a cross-encoder's `unread` rest;
-- `shared`: what the file's other matches add to every chunk of it (`context`:
-  `file_rank.with_file_evidence`);
+  caller's `path_prefix`, a cross-encoder's `unread` rest, the learned ranker's share for the
+  chunk's file (`file`: `context`, `file_rank.with_learned_files`);
+- `shared`: what the file's other matches add to every chunk of it (`context` without the
+  learned ranker: `file_rank.with_file_evidence`);
 - `inherited`: a split definition's piece ranks at least at a share of the piece that brought it
   (`context`: `continuation.with_continuations`);
 - `cap`: a ceiling (a cross-encoder's unread rest stays below what it read).

@@ -263,7 +263,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
-                candidates = file_rank.with_file_evidence(candidates)
+                candidates = self._weigh_files(query, candidates, lead)
                 if rules.current().continuations:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered
@@ -317,6 +317,15 @@ class Workspace:
         its pool chunks were read from disk, and the store's pieces may no longer match them)."""
         engine = self.engines[root]
         return [] if path in engine.pending_paths else engine.store.chunks_for_path(path)
+
+    @staticmethod
+    def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered) -> list[Candidate]:
+        """`context`'s pool with each chunk weighed by its file: by the learned file ranker's share
+        (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i)."""
+        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
+        if model is None or not rules.current().context_file_ranker:
+            return file_rank.with_file_evidence(candidates)
+        return file_rank.with_learned_files(candidates, file_scorer.file_scores(model, query, candidates))
 
     def _closure(self, window: assemble.Window, budget: int) -> tuple[assemble.Window, list]:
         """The window with the signatures its bodies depend on in the room left (`closure`)."""

@@ -8,7 +8,7 @@ import pytest
 from mcp_retrieval.indexers.languages import is_test_chunk, is_test_path
 from mcp_retrieval.indexers.store import StoredChunk
 from mcp_retrieval.extract import extract
-from mcp_retrieval.file_rank import rank_files, with_file_evidence
+from mcp_retrieval.file_rank import rank_files, with_file_evidence, with_learned_files
 from tests.import_reading import Imports
 from mcp_retrieval.retrieve import Candidate
 
@@ -150,6 +150,18 @@ def test_context_pool_gains_file_evidence_without_reordering_a_file():
     assert lone.score == 1.0 and not lone.why  # a file with one hit gains nothing
     weak = [candidate("c.c", 0.7), candidate("c.c", 0.69, start=20), candidate("c.c", 0.68, start=40)]
     assert with_file_evidence([candidate("a.c", 1.0), *weak])[0].chunk.path == "a.c"  # many weak hits stay below
+
+
+def test_context_pool_weighed_by_the_learned_file_shares_keeps_each_files_order():
+    from mcp_retrieval import scoring
+
+    pool = [candidate("a.c", 1.0), candidate("b.c", 0.9), candidate("b.c", 0.5, start=20)]
+    for c in pool:
+        scoring.set_base(c, c.score)
+    ranked = with_learned_files(pool, {("", "a.c"): 0.5, ("", "b.c"): 1.0})
+    assert [(c.chunk.path, c.chunk.start_line) for c in ranked] == [("b.c", 1), ("a.c", 1), ("b.c", 20)]
+    assert [c.score for c in ranked] == pytest.approx([0.9, 0.5, 0.5])
+    assert ranked[1].factors == {"file": 0.5}  # named, for `debug`'s terms
 
 
 def test_a_lone_word_before_a_dot_names_a_python_module_only():
