@@ -62,7 +62,7 @@ class Config:
     signatures: bool = False  # `context`: the room left holds what the bodies call (closure; neutral, 10a)
     corpus_map: bool = True  # `context`: a map of the roots for broad questions and ask_user misses (seed 003)
     seat_floor: int = 0  # `context`: keep room for this many files (assemble.Layout); see docs/BENCHMARKS-history.md 9e
-    file_ranker: bool = True  # packet orders files by the learned model (file_scorer), else the hand-set score
+    file_ranker: bool = True  # the learned model (file_scorer) orders packet's files and weighs context's; else hand-set
     graph_in_packet: bool = False  # off: it did not move file ranking on the dev split and costs latency
     rerank: str = "auto"  # auto | structural | cross-encoder | none
     # the ranking and assembly rules that can be switched off (rules.py; the server never does)
