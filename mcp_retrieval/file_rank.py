@@ -83,7 +83,7 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
         if (extra := scores[key] - best[key]) > 0:
             scoring.share(c, extra)
             c.why.append("other matches in the same file")
-    return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
+    return _best_first(candidates)
 
 
 def with_learned_files(candidates: Sequence[Candidate], shares: dict[FileKey, float]) -> list[Candidate]:
@@ -93,6 +93,10 @@ def with_learned_files(candidates: Sequence[Candidate], shares: dict[FileKey, fl
     chunk of a file takes the same factor, so the order inside a file is kept."""
     for c in candidates:
         scoring.multiply(c, "file", shares[(c.root, c.chunk.path)])
+    return _best_first(candidates)
+
+
+def _best_first(candidates: Sequence[Candidate]) -> list[Candidate]:
     return sorted(candidates, key=lambda c: (-c.score, c.root, c.chunk.id))
 
 

@@ -322,7 +322,7 @@ class Workspace:
     def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered) -> list[Candidate]:
         """`context`'s pool with each chunk weighed by its file: by the learned file ranker's share
         (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i)."""
-        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
+        model = _file_model(lead)
         if model is None or not rules.current().context_file_ranker:
             return file_rank.with_file_evidence(candidates)
         return file_rank.with_learned_files(candidates, file_scorer.file_scores(model, query, candidates))
@@ -360,7 +360,7 @@ class Workspace:
         if len(parts) > 1:  # several roots: one pool's worth of the best
             candidates = candidates[:lead.engine.config.pool_size]
         by_root = {p.engine.name: p.engine for p in parts}
-        model = file_scorer.shipped() if lead.engine.config.file_ranker else None
+        model = _file_model(lead)
         explained: dict = {}  # file -> its feature contributions, filled with debug
         with stages.run("files") as st:
             learned = (lambda kept: file_scorer.file_scores(model, query, kept, explained if debug else None)) \
@@ -476,6 +476,12 @@ def _chunk_out(p: assemble.Placed, *, several_roots: bool, debug: bool) -> Chunk
     return ChunkOut(root=c.root if several_roots else None, path=c.chunk.path, start_line=c.chunk.start_line,
                     end_line=c.chunk.end_line, symbol=c.chunk.symbol, text=p.text,
                     delivered=p.stub, excerpt=p.excerpt, diff=p.diff, **evidence)
+
+
+def _file_model(lead: Gathered) -> file_scorer.FileRanker | None:
+    """The learned file ranker both tools weigh files by, unless the lead root's settings ask for
+    the hand-set score (`MCP_RETRIEVAL_FILE_RANKER=hand`) or none could be loaded."""
+    return file_scorer.shipped() if lead.engine.config.file_ranker else None
 
 
 def _packet_confidence(outcome: Know | Miss) -> float:
