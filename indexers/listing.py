@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from mcp_retrieval.indexers.safe_read import stat_inside
@@ -108,19 +109,23 @@ def quiet_git_env() -> dict[str, str]:
     return env
 
 
-def git_listing(root: Path) -> tuple[list[str], int] | None:
+MAX_PATHSPECS = 1000  # a larger batch of paths is listed whole and filtered (the argv stays small)
+
+
+def git_listing(root: Path, scopes: Sequence[str] | None = None) -> tuple[list[str], int] | None:
     """(workspace-relative POSIX paths git shows under `root`, sorted; how many ignored entries —
     files or whole folders — it left out), or None when git is missing or fails (the caller then
-    walks with its own matcher)."""
+    walks with its own matcher). `scopes`: only at or below these workspace paths, taken
+    literally (no glob), when there are few enough to pass to git."""
     git = _git()
     if git is None:
         return None
     env = quiet_git_env()
-    base = git_command(git, "-c", "core.quotePath=false", "ls-files", "-z", "--others", "--exclude-standard",
-                       directory=root)
+    base = git_command(git, "--literal-pathspecs", "-c", "core.quotePath=false", "ls-files", "-z", "--others",
+                       "--exclude-standard", directory=root)
     try:
         if inside_work_tree(root):
-            return _run_listing(base, env, ["--cached"])
+            return _run_listing(base, env, ["--cached"], _pathspecs(scopes))
         with tempfile.TemporaryDirectory(prefix="mcp-retrieval-git-") as empty:
             init = subprocess.run(git_command(git, "init", "-q", "--bare", empty), capture_output=True,
                                   timeout=GIT_TIMEOUT_S, env=env)
@@ -129,7 +134,7 @@ def git_listing(root: Path) -> tuple[list[str], int] | None:
             env.update(GIT_DIR=empty, GIT_WORK_TREE=str(root))
             if not isinstance(stat_inside(root, ".git/info/exclude"), str):  # a copied or half-made .git
                 base.append(f"--exclude-from={root / '.git' / 'info' / 'exclude'}")
-            return _run_listing(base, env, [])
+            return _run_listing(base, env, [], _pathspecs(scopes))
     except (OSError, subprocess.SubprocessError, _GitFailed) as exc:
         log.warning("git could not list %s (%s); using the built-in ignore matcher", root, exc)
         return None
@@ -139,11 +144,16 @@ class _GitFailed(RuntimeError):
     pass
 
 
-def _run_listing(base: list[str], env: dict[str, str], extra: list[str]) -> tuple[list[str], int]:
-    shown = subprocess.run([*base, *extra], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
+def _pathspecs(scopes: Sequence[str] | None) -> list[str]:
+    return ["--", *scopes] if scopes is not None and len(scopes) <= MAX_PATHSPECS else []
+
+
+def _run_listing(base: list[str], env: dict[str, str], extra: list[str], pathspecs: list[str]) -> tuple[list[str], int]:
+    shown = subprocess.run([*base, *extra, *pathspecs], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
     if shown.returncode != 0:
         raise _GitFailed(shown.stderr.decode("utf-8", "replace").strip()[:200])
-    ignored = subprocess.run([*base, "--ignored", "--directory"], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
+    ignored = subprocess.run([*base, "--ignored", "--directory", *pathspecs], capture_output=True,
+                             timeout=GIT_TIMEOUT_S, env=env)
     paths = {p for p in shown.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
     n_ignored = sum(1 for p in ignored.stdout.split(b"\0") if p) if ignored.returncode == 0 else 0
     return sorted(paths), n_ignored

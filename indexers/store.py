@@ -128,6 +128,16 @@ class Store:
             return {r[0]: FileRecord(*r) for r in rows}
         return {r[0]: FileRecord(*r) for r in self._rows_in("SELECT path, size, mtime_ns, sha256 FROM files", "path", paths)}
 
+    def files_under(self, scopes: Sequence[str]) -> dict[str, FileRecord]:
+        """The records of the indexed files at or below these workspace paths (a folder's files by
+        a range on the primary key: `dir/` <= path < `dir0`, since "0" follows "/")."""
+        out: dict[str, FileRecord] = {}
+        for scope in dict.fromkeys(s.strip("/") for s in scopes):
+            rows = self.query("SELECT path, size, mtime_ns, sha256 FROM files WHERE path = ? OR (path >= ? AND path < ?)",
+                              (scope, scope + "/", scope + "0"))
+            out.update((r[0], FileRecord(*r)) for r in rows)
+        return out
+
     def file(self, path: str) -> FileRecord | None:
         return self.files([path]).get(path)
 

@@ -31,7 +31,8 @@ from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
 from mcp_retrieval.indexers.symbols import extract
 from mcp_retrieval.indexers.tokens import budget_counts
-from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, suspiciously_small, walk
+from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, in_scopes, read_source, suspiciously_small,
+                                         walk)
 
 log = logging.getLogger(__name__)
 BATCH_FILES = 200
@@ -112,18 +113,19 @@ class Indexer:
             raise FileNotFoundError(f"workspace root {self.root} is gone; the index is left as it was")
         result = SyncResult()
         scopes = [p.strip("/") for p in paths] if paths is not None else None
+        if scopes is not None and any(s in ("", ".") for s in scopes):
+            scopes = None  # the whole workspace
         with WriteLock(self._lock_path):
             stats = WalkStats()
             t0 = time.perf_counter()
-            seen = {e.path: e for e in walk(self.root, max_file_bytes=self.max_file_bytes, stats=stats)
-                    if _in_scope(e.path, scopes)}
+            seen = {e.path: e for e in walk(self.root, max_file_bytes=self.max_file_bytes, stats=stats, scopes=scopes)}
             result.timings_ms["walk"] = _ms(t0)
             result.files_scanned = len(seen)
             if scopes is None and (warning := suspiciously_small(self.root, len(seen))):
                 log.warning(warning)
                 result.warnings.append(warning)
-            manifest = self.store.files()
-            removed = [p for p in manifest if p not in seen and _in_scope(p, scopes)]
+            manifest = self.store.files() if scopes is None else self.store.files_under(scopes)
+            removed = [p for p in manifest if p not in seen]
             # indexes from before a marker are its version 1
             analysed = (self.store.get_meta("lexical_analyzer") or "1", self.store.get_meta("chunker") or "1")
             reanalyse = bool(manifest) and scopes is None and analysed != (ANALYZER_VERSION, CHUNKER_VERSION)
@@ -275,10 +277,6 @@ class Indexer:
         elif backlog_done and embedded + reused:
             return_freed_memory()  # the static model's batches and LanceDB's writes (~45 MB on sympy)
         return embedded, reused
-
-
-def _in_scope(path: str, scopes: list[str] | None) -> bool:
-    return scopes is None or any(s in ("", ".") or path == s or path.startswith(s + "/") for s in scopes)
 
 
 def _ms(t0: float) -> float:

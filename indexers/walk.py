@@ -14,7 +14,7 @@ import hashlib
 import os
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,21 +135,37 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
 
+def in_scopes(rel: str, scopes: Sequence[str] | None) -> bool:
+    """`rel` is one of `scopes` or below one (None, "" or "." is the whole workspace)."""
+    return scopes is None or any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in scopes)
+
+
+def _near_scopes(rel_dir: str, scopes: Sequence[str] | None) -> bool:
+    """A folder the walk must enter to reach `scopes`: one of them, above one or inside one."""
+    return in_scopes(rel_dir, scopes) or any(s.startswith(rel_dir + "/") for s in scopes or ())
+
+
 def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None,
-         use_git: bool = True) -> Iterator[FileEntry]:
+         use_git: bool = True, scopes: Sequence[str] | None = None) -> Iterator[FileEntry]:
     """Yield indexable files under `root`, in a stable (sorted) order: the files git shows
     (`indexers.listing`), minus `.mcp-retrieval-ignore`, pruned, generated, binary, oversized and
-    linked-out files. Without git, the same through the built-in matcher."""
+    linked-out files. Without git, the same through the built-in matcher. `scopes` (workspace
+    paths of files or folders: a watcher's batch) limits the walk to them, so a saved file costs
+    what it lists, not what the workspace holds (a 27,000-file tree took 1.6 s to walk whole)."""
     root = root.resolve()
     stats = stats if stats is not None else WalkStats()
-    listed = git_listing(root) if use_git else None
+    if scopes is not None and any(s in ("", ".") for s in scopes):
+        scopes = None
+    listed = git_listing(root, scopes) if use_git else None
     if listed is None:
-        yield from _walk_tree(root, max_file_bytes, stats)
+        yield from _walk_tree(root, max_file_bytes, stats, scopes)
         return
     paths, n_ignored = listed
     stats.skipped["ignored"] += n_ignored
     rules = IgnoreRules(root, files=(OUR_IGNORE_FILE,), git_exclude=False)
     for rel in paths:
+        if not in_scopes(rel, scopes):
+            continue
         if in_pruned_dir(rel):
             stats.skipped["pruned_dir"] += 1
             continue
@@ -160,8 +176,10 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
             yield entry
 
 
-def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[FileEntry]:
-    """The walk without git: os.walk with the built-in gitignore matcher."""
+def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats,
+               scopes: Sequence[str] | None = None) -> Iterator[FileEntry]:
+    """The walk without git: os.walk with the built-in gitignore matcher (entering only the
+    folders on the way to `scopes`, whose ignore files still apply)."""
     rules = IgnoreRules(root)
     visited: set[tuple[int, int]] = set()
 
@@ -184,6 +202,8 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[Fi
         kept = []
         for name in sorted(dirnames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not _near_scopes(rel, scopes):
+                continue
             if is_pruned_dir(name):
                 stats.skipped["pruned_dir"] += 1
             elif (abs_dir / name).is_symlink():
@@ -195,6 +215,8 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats) -> Iterator[Fi
         dirnames[:] = kept
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
+            if not in_scopes(rel, scopes):
+                continue
             entry = _check_file(root, abs_dir / name, rel, rules, max_file_bytes, stats)
             if entry is not None:
                 stats.files += 1

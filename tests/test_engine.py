@@ -288,3 +288,18 @@ def test_one_question_is_analysed_once_for_all_its_searches(engine, monkeypatch)
         engine.retriever.lexical.search(f"other question {n}")
     engine.retriever.lexical.search(q)
     assert built.count(q) == 2 and len(engine.retriever.lexical._queries) == lexical.RECENT_QUERIES
+
+
+def test_a_scoped_reindex_sees_its_folder_only_and_drops_the_files_gone_from_it(engine, workspace):
+    (workspace / "src/shop/coupons.py").write_text("def redeem_coupon_code(code):\n    return code.upper()\n")
+    (workspace / "web/banner.ts").write_text("export function showSeasonalBanner() { return 1 }\n")
+    engine.reindex(paths=["src/shop"])
+    indexed = set(engine.store.all_paths())
+    assert "src/shop/coupons.py" in indexed and "web/banner.ts" not in indexed  # outside the scope: not yet
+    assert "src/shop/cart.py" in indexed  # unchanged files in the scope stay
+    (workspace / "src/shop/coupons.py").unlink()
+    result = engine.reindex(paths=["src/shop/"])
+    assert result.files_removed == 1 and "src/shop/coupons.py" not in engine.store.all_paths()
+    assert "src/shop/cart.py" in engine.store.all_paths()
+    engine.reindex(paths=["web/banner.ts"])
+    assert "web/banner.ts" in engine.store.all_paths()

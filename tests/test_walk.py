@@ -73,3 +73,35 @@ def test_ignore_semantics_are_gits_own_inside_and_outside_a_git_work_tree(tmp_pa
     assert "core/logs/app.go" not in expected and "pkg/local_only.go" not in expected
     assert {e.path for e in walk(repo)} == expected
     assert {e.path for e in walk(plain)} == expected  # outside git: git's rules through an empty repository
+
+
+def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied(tmp_path):
+    """A watcher's batch walks its own paths (not the workspace); the folders' ignore files above
+    them still apply, and a path is taken literally, never as a glob."""
+    import shutil
+    import subprocess
+
+    repo, plain = tmp_path / "repo", tmp_path / "plain"
+    for root in (repo, plain):
+        root.mkdir()
+        make_ignore_tree(root)
+        (root / "pkg" / "a*.go").write_text("package x\n")
+    if shutil.which("git"):
+        subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    scopes = ["pkg", "main.go", "core/logs/app.go", "a*.go", "gone.go"]
+    expected = {"main.go", "pkg/a*.go", "pkg/secret_ok.go", "pkg/sub/local_only.go", "pkg/deep/b.tmp"}
+    for root in (repo, plain):
+        whole = {e.path for e in walk(root)}
+        assert {e.path for e in walk(root, scopes=scopes)} == expected == {p for p in whole if p in expected
+                                                                          or p.startswith("pkg/")}
+        # without git (the built-in matcher reads this tree's `*` / `!*/` less well than git does)
+        builtin = {e.path for e in walk(root, use_git=False)}
+        assert {e.path for e in walk(root, use_git=False, scopes=scopes)} == {
+            p for p in builtin if p in scopes or p.startswith("pkg/")}
+        assert {e.path for e in walk(root, scopes=["."])} == whole
+    simple = tmp_path / "simple"
+    for rel in ("a/x.py", "a/y.log", "a/deep/w.py", "b/z.py", ".gitignore"):
+        (simple / rel).parent.mkdir(parents=True, exist_ok=True)
+        (simple / rel).write_text("*.log\n" if rel == ".gitignore" else "x = 1\n")
+    assert {e.path for e in walk(simple, use_git=False, scopes=["a"])} == {"a/x.py", "a/deep/w.py"}
+    assert {e.path for e in walk(simple, use_git=False, scopes=["a/deep/w.py", "b"])} == {"a/deep/w.py", "b/z.py"}
