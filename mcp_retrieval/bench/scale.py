@@ -23,6 +23,7 @@ import psutil
 
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
+from mcp_retrieval.indexers.memory import limit_malloc_arenas
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.workspace import Workspace
 
@@ -104,6 +105,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--cache-dir", default=None, help="reuse this embedding cache (index still cold)")
     ap.add_argument("--code-only", action="store_true", help="embed source chunks only (tests, prose pending)")
     args = ap.parse_args(argv)
+    limit_malloc_arenas()  # as `serve` does before its threads start: the server's memory, not a script's
     work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-scale-"))
     cfg = Config.resolve(args.root, work / "index", persist_sessions=False,
                          embedder="none" if args.no_dense else args.embedder)
