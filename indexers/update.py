@@ -31,7 +31,7 @@ from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
 from mcp_retrieval.indexers.symbols import extract
 from mcp_retrieval.indexers.tokens import budget_counts
-from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, in_scopes, read_source, suspiciously_small,
+from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, scopes_of, suspiciously_small,
                                          walk)
 
 log = logging.getLogger(__name__)
@@ -112,9 +112,8 @@ class Indexer:
         if not self.root.is_dir():  # unmounted or deleted: keep the last good index rather than empty it
             raise FileNotFoundError(f"workspace root {self.root} is gone; the index is left as it was")
         result = SyncResult()
-        scopes = [p.strip("/") for p in paths] if paths is not None else None
-        if scopes is not None and any(s in ("", ".") for s in scopes):
-            scopes = None  # the whole workspace
+        scope = scopes_of(list(paths) if paths is not None else None)  # None: the whole workspace
+        scopes = sorted(scope.paths) if scope is not None else None
         with WriteLock(self._lock_path):
             stats = WalkStats()
             t0 = time.perf_counter()

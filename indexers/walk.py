@@ -135,14 +135,34 @@ def is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
 
-def in_scopes(rel: str, scopes: Sequence[str] | None) -> bool:
-    """`rel` is one of `scopes` or below one (None, "" or "." is the whole workspace)."""
-    return scopes is None or any(s in ("", ".") or rel == s or rel.startswith(s + "/") for s in scopes)
+class Scopes:
+    """Workspace paths of files or folders (a watcher's batch, `reindex`'s `paths`): a path is in
+    scope when it or one of its folders is one of them, found by walking up its folders (a branch
+    switch's thousands of paths cost what one does)."""
+
+    def __init__(self, paths: Sequence[str]):
+        self.paths = frozenset(p.strip("/") for p in paths)
+        self._on_the_way = frozenset(p[:i] for p in self.paths for i in range(len(p)) if p[i] == "/")
+
+    def holds(self, rel: str) -> bool:
+        while True:
+            if rel in self.paths:
+                return True
+            cut = rel.rfind("/")
+            if cut <= 0:
+                return False
+            rel = rel[:cut]
+
+    def leads_to(self, rel_dir: str) -> bool:
+        """A folder the walk must enter: in scope, or on the way to a scope."""
+        return rel_dir in self._on_the_way or self.holds(rel_dir)
 
 
-def _near_scopes(rel_dir: str, scopes: Sequence[str] | None) -> bool:
-    """A folder the walk must enter to reach `scopes`: one of them, above one or inside one."""
-    return in_scopes(rel_dir, scopes) or any(s.startswith(rel_dir + "/") for s in scopes or ())
+def scopes_of(paths: Sequence[str] | None) -> Scopes | None:
+    """None (the whole workspace) for no paths given or one naming the root (`""`, `"."`)."""
+    if paths is None or any(p.strip("/") in ("", ".") for p in paths):
+        return None
+    return Scopes(paths)
 
 
 def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None,
@@ -154,17 +174,18 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
     what it lists, not what the workspace holds (a 27,000-file tree took 1.6 s to walk whole)."""
     root = root.resolve()
     stats = stats if stats is not None else WalkStats()
-    if scopes is not None and any(s in ("", ".") for s in scopes):
-        scopes = None
-    listed = git_listing(root, scopes) if use_git else None
+    scope = scopes_of(scopes)
+    if scope is not None and not scope.paths:  # an empty batch: nothing to list
+        return
+    listed = git_listing(root, sorted(scope.paths) if scope else None) if use_git else None
     if listed is None:
-        yield from _walk_tree(root, max_file_bytes, stats, scopes)
+        yield from _walk_tree(root, max_file_bytes, stats, scope)
         return
     paths, n_ignored = listed
     stats.skipped["ignored"] += n_ignored
     rules = IgnoreRules(root, files=(OUR_IGNORE_FILE,), git_exclude=False)
     for rel in paths:
-        if not in_scopes(rel, scopes):
+        if scope is not None and not scope.holds(rel):
             continue
         if in_pruned_dir(rel):
             stats.skipped["pruned_dir"] += 1
@@ -176,8 +197,7 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
             yield entry
 
 
-def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats,
-               scopes: Sequence[str] | None = None) -> Iterator[FileEntry]:
+def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes | None = None) -> Iterator[FileEntry]:
     """The walk without git: os.walk with the built-in gitignore matcher (entering only the
     folders on the way to `scopes`, whose ignore files still apply)."""
     rules = IgnoreRules(root)
@@ -202,7 +222,7 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats,
         kept = []
         for name in sorted(dirnames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if not _near_scopes(rel, scopes):
+            if scope is not None and not scope.leads_to(rel):
                 continue
             if is_pruned_dir(name):
                 stats.skipped["pruned_dir"] += 1
@@ -215,7 +235,7 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats,
         dirnames[:] = kept
         for name in sorted(filenames):
             rel = f"{rel_dir}/{name}" if rel_dir else name
-            if not in_scopes(rel, scopes):
+            if scope is not None and not scope.holds(rel):
                 continue
             entry = _check_file(root, abs_dir / name, rel, rules, max_file_bytes, stats)
             if entry is not None:

@@ -75,7 +75,7 @@ def test_ignore_semantics_are_gits_own_inside_and_outside_a_git_work_tree(tmp_pa
     assert {e.path for e in walk(plain)} == expected  # outside git: git's rules through an empty repository
 
 
-def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied(tmp_path):
+def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied(tmp_path, monkeypatch):
     """A watcher's batch walks its own paths (not the workspace); the folders' ignore files above
     them still apply, and a path is taken literally, never as a glob."""
     import shutil
@@ -99,6 +99,10 @@ def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied
         assert {e.path for e in walk(root, use_git=False, scopes=scopes)} == {
             p for p in builtin if p in scopes or p.startswith("pkg/")}
         assert {e.path for e in walk(root, scopes=["."])} == whole
+        assert list(walk(root, scopes=[])) == []
+        monkeypatch.setattr("mcp_retrieval.indexers.listing.MAX_PATHSPECS", 2)  # too many for git's argv
+        assert {e.path for e in walk(root, scopes=scopes)} == expected
+        monkeypatch.undo()
     simple = tmp_path / "simple"
     for rel in ("a/x.py", "a/y.log", "a/deep/w.py", "b/z.py", ".gitignore"):
         (simple / rel).parent.mkdir(parents=True, exist_ok=True)
