@@ -7,8 +7,10 @@ across a branch switch.
 1. Materialises `--from`, indexes it fully, then switches the tree to `--to` and reindexes:
    reports chunks embedded versus reused (the embedding cache is keyed by content hash).
 2. Serves the tree over stdio with the watcher on and, `--edits` times, appends a function with
-   a fresh name to a file and times how long until `packet` finds it; then rewrites every Python
-   file at once (a burst) and times until the last one is searchable.
+   a fresh name to a file and times how long until `packet` finds it; then rewrites every file of
+   that language at once (a burst, at most 2,000) and times until the last one is searchable.
+   The probe is written in the tree's first language of `PROBES` (Python, TypeScript, JavaScript,
+   Go, Rust).
 """
 
 from __future__ import annotations
@@ -47,6 +49,24 @@ def branch_switch(git_dir: Path, old: str, new: str, work: Path) -> dict:
             "switch_s": round(second.duration_ms / 1000, 1)}
 
 
+# a function named NAME returning N, in each language the probes can be written in (the tree's
+# first of these that has a file is probed)
+PROBES = {".py": "\n\ndef {name}():\n    return {n}\n", ".ts": "\n\nexport function {name}() {{ return {n}; }}\n",
+          ".js": "\n\nfunction {name}() {{ return {n}; }}\n", ".go": "\n\nfunc {name}() int {{ return {n} }}\n",
+          ".rs": "\n\npub fn {name}() -> u32 {{ {n} }}\n"}
+
+
+def _probe_suffix(tree: Path) -> str:
+    for suffix in PROBES:
+        if any(True for _ in tree.rglob(f"*{suffix}")):
+            return suffix
+    raise SystemExit(f"{tree} holds no file of {', '.join(PROBES)} to probe")
+
+
+def _probed(data: bytes, suffix: str, name: str, n: int) -> bytes:
+    return data + PROBES[suffix].format(name=name, n=n).encode()
+
+
 async def save_to_searchable(tree: Path, index_dir: Path, edits: int) -> dict:
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters
@@ -54,7 +74,8 @@ async def save_to_searchable(tree: Path, index_dir: Path, edits: int) -> dict:
     params = StdioServerParameters(command=sys.executable, env=dict(os.environ),
                                    args=["-m", "mcp_retrieval", "serve", "--root", str(tree), "--index-dir",
                                          str(index_dir)])
-    target = next(p for p in sorted(tree.rglob("*.py")) if "test" not in p.name)
+    suffix = _probe_suffix(tree)
+    target = next(p for p in sorted(tree.rglob(f"*{suffix}")) if "test" not in str(p.relative_to(tree)))
     original = target.read_bytes()
     times = []
     try:
@@ -62,7 +83,7 @@ async def save_to_searchable(tree: Path, index_dir: Path, edits: int) -> dict:
             await client.call_tool("reindex", {})
             for n in range(edits):
                 name = f"freshness_probe_{n}_{int(time.time())}"
-                target.write_bytes(original + f"\n\ndef {name}():\n    return {n}\n".encode())
+                target.write_bytes(_probed(original, suffix, name, n))
                 t0 = time.perf_counter()
                 while time.perf_counter() - t0 < 30:
                     r = await client.call_tool("packet", {"query": name, "max_items": 3})
@@ -72,21 +93,22 @@ async def save_to_searchable(tree: Path, index_dir: Path, edits: int) -> dict:
                     await anyio.sleep(0.05)
                 times.append(time.perf_counter() - t0)
             target.write_bytes(original)
-            burst = await _burst(client, tree)
+            burst = await _burst(client, tree, suffix)
     finally:
         target.write_bytes(original)
     return {"file": str(target.relative_to(tree)), "edits": edits, "median_s": round(statistics.median(times), 2),
             "max_s": round(max(times), 2), "all_s": [round(t, 2) for t in times], "burst": burst}
 
 
-async def _burst(client, tree: Path) -> dict:
-    """Rewrite every Python file at once (a checkout, a formatter run); time until the last is searchable."""
-    files = sorted(tree.rglob("*.py"))
+async def _burst(client, tree: Path, suffix: str) -> dict:
+    """Rewrite every file of the probed language at once (a checkout, a formatter run), at most
+    2,000; time until the last is searchable."""
+    files = sorted(tree.rglob(f"*{suffix}"))[:2000]
     originals = {f: f.read_bytes() for f in files}
     stamp = int(time.time())
     try:
         for n, f in enumerate(files):
-            f.write_bytes(originals[f] + f"\n\ndef burst_probe_{stamp}_{n}():\n    return {n}\n".encode())
+            f.write_bytes(_probed(originals[f], suffix, f"burst_probe_{stamp}_{n}", n))
         t0 = time.perf_counter()
         last = f"burst_probe_{stamp}_{len(files) - 1}"
         while time.perf_counter() - t0 < 120:
