@@ -1,6 +1,6 @@
 """Bring the index up to date with the workspace: the one writer of every index part.
 
-Commit protocol, per batch of files (see README "Crash safety"):
+Commit protocol, per batch of files (docs/SECURITY.md, "Crash safety"):
  1. Tantivy: delete the batch's paths, add their chunks, commit.
  2. SQLite: replace the batch's chunks, symbols, edges and manifest rows in one transaction.
  3. LanceDB: delete the batch's old vectors.
