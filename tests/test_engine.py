@@ -303,3 +303,15 @@ def test_a_scoped_reindex_sees_its_folder_only_and_drops_the_files_gone_from_it(
     assert "src/shop/cart.py" in engine.store.all_paths()
     engine.reindex(paths=["web/banner.ts"])
     assert "web/banner.ts" in engine.store.all_paths()
+
+
+def test_the_path_resolver_is_rebuilt_when_files_come_or_go_not_when_one_is_edited(engine, workspace):
+    resolver = engine.retriever.resolver()
+    cart = workspace / "src/shop/cart.py"
+    cart.write_text(cart.read_text() + "\n\ndef edited_probe():\n    return 1\n")
+    engine.reindex(paths=["src/shop/cart.py"])
+    assert engine.retriever.resolver() is resolver  # the same files: the same resolver
+    (workspace / "src/shop/refunds.py").write_text("def refund_order(order):\n    return order\n")
+    engine.reindex(paths=["src/shop/refunds.py"])
+    rebuilt = engine.retriever.resolver()
+    assert rebuilt is not resolver and rebuilt.resolve_path("shop/refunds.py") == ["src/shop/refunds.py"]
