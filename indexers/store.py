@@ -87,6 +87,9 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._lock = threading.RLock()
+        self._path = path
+        self._bulk: sqlite3.Connection | None = None  # the big reads' own connection (`_bulk_rows`)
+        self._bulk_lock = threading.Lock()
         self._counts: dict[str, int] | None = None
         self._counts_key: str | None = None
         with self._lock:
@@ -108,6 +111,10 @@ class Store:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+        with self._bulk_lock:
+            if self._bulk is not None:
+                self._bulk.close()
+                self._bulk = None
 
     # --- meta --------------------------------------------------------------------------
     def get_meta(self, key: str) -> str | None:
@@ -295,8 +302,8 @@ class Store:
 
     def symbols(self) -> list[tuple]:
         """(id, path, name, qualname, kind, start line, end line) of every symbol, by path and line."""
-        return self.query("SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols "
-                          "ORDER BY path, start_line")
+        return self._bulk_rows("SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols "
+                               "ORDER BY path, start_line", ())
 
     def definition_counts(self, names: Sequence[str]) -> dict[str, int]:
         """name -> how many definitions (not files) carry it, for the names that have any."""
@@ -322,15 +329,25 @@ class Store:
 
     def _by_rowid(self, sql: str, batch: int):
         """The rows of `sql` (rowid first; its parameters the last rowid seen and the batch size),
-        `batch` at a time under the lock, so a caller walking a big table never holds it whole."""
+        `batch` at a time, so a caller walking a big table never holds it whole."""
         last = 0
         while True:
-            with self._lock:
-                rows = self._db.execute(sql, (last, batch)).fetchall()
+            rows = self._bulk_rows(sql, (last, batch))
             if not rows:
                 return
             last = rows[-1][0]
             yield from rows
+
+    def _bulk_rows(self, sql: str, params: Sequence) -> list[tuple]:
+        """Rows of a whole-table read (the code graph's reload, the lexical rebuild) on a connection
+        of their own: WAL lets it read beside the questions' connection, which a graph reload after
+        every save otherwise held for seconds on a large tree (`context` waited behind it,
+        BENCHMARKS 55h). A read connection only: every write goes through `_db`."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                self._bulk = sqlite3.connect(str(self._path), check_same_thread=False, isolation_level=None)
+                self._bulk.execute("PRAGMA query_only=ON")
+            return self._bulk.execute(sql, params).fetchall()
 
 
 def embed_priority(chunk: Chunk) -> int:
