@@ -148,6 +148,8 @@ def main(argv: list[str]) -> int:
     report["latency_ms"] = {"packet": percentiles(lat_packet), "context": percentiles(lat_context),
                             "serving_peak_rss_mib": round(rss_serve.peak)}
     report["incremental_one_file_ms"] = _one_file_update(engine, 0 if args.code_only else 2)
+    fresh = [q for q in default_queries(engine.store.query, n=80) if q not in set(queries)]  # not asked yet
+    report["after_a_save_ms"] = _after_saves(engine, fresh, 0 if args.code_only else 2)
     report["floor"] = _floor(engine, queries)
     engine.close()
     print(json.dumps(report, indent=1))
@@ -169,6 +171,39 @@ def _one_file_update(engine: Engine, max_priority: int) -> float:
     finally:
         target.write_bytes(original)
         engine.indexer.sync([path])
+
+
+def _after_saves(engine: Engine, queries: list[str], max_priority: int, rounds: int = 5) -> dict:
+    """The first `packet` and `context` after each of `rounds` saves (a file synced by its path,
+    its vectors made, as the watcher does), each a question not asked before: what an agent that
+    edits and then asks waits for (the code graph reloads behind, BENCHMARKS 55g-h)."""
+    paths = engine.store.all_paths()
+    path = next((p for p in paths if p.endswith(".py")), paths[0])
+    target = engine.config.root / path
+    original = target.read_bytes()
+    first_packet, first_context = [], []
+    try:
+        for n, (q1, q2) in enumerate(zip(queries[0::2], queries[1::2])):
+            if n == rounds:
+                break
+            engine.graph(wait=True)  # the previous round's reload done: each round starts alike
+            target.write_bytes(original + b"\n" * (n + 1))
+            engine.indexer.sync([path])
+            engine.indexer.embed_pending(max_priority=max_priority)
+            t = time.perf_counter()
+            Workspace.single(engine).packet(q1)
+            first_packet.append((time.perf_counter() - t) * 1000)
+            target.write_bytes(original + b"\n" * (n + 20))
+            engine.indexer.sync([path])
+            engine.indexer.embed_pending(max_priority=max_priority)
+            t = time.perf_counter()
+            Workspace.single(engine).context(q2)
+            first_context.append((time.perf_counter() - t) * 1000)
+    finally:
+        target.write_bytes(original)
+        engine.indexer.sync([path])
+    return {"packet": percentiles(first_packet) if first_packet else None,
+            "context": percentiles(first_context) if first_context else None}
 
 
 def _floor(engine: Engine, queries: list[str]) -> dict:
