@@ -215,7 +215,11 @@ class VectorIndex:
         with self._lock:
             if self._mirror_current():
                 return self._columns, self._ids  # the table's version is asked at most every RELOAD_S
-            version = self._table.version  # (a round trip through LanceDB's event loop: ~0.5 ms)
+            try:  # the table as last committed: another process (the index's writer) may have moved it
+                self._table.checkout_latest()
+            except Exception as exc:  # a table that cannot move keeps answering from its version
+                log.debug("vector table not refreshed: %s", exc)
+            version = self._table.version  # (each a round trip through LanceDB's event loop: ~0.4 ms)
             self._checked_at = time.monotonic()
             if self._columns is None or version != self._mirror_version:
                 if self._has_ann_index():  # another process built it: use it, hold no mirror
@@ -271,10 +275,13 @@ class VectorIndex:
         index), delete the files of versions older than KEEP_OLD_VERSIONS, and build the ANN index
         when the table has grown past `ann_min_rows`. Safe to skip."""
         with self._lock:
+            current = self._columns is not None and self._mirror_version == self._table.version
             try:
                 self._table.optimize(cleanup_older_than=KEEP_OLD_VERSIONS)
             except Exception as exc:  # optimisation is housekeeping, never a failure
                 log.debug("lance optimize skipped: %s", exc)
+            if current:  # compaction moves rows, changes none: the mirror stays current, no reload
+                self._mirror_version = self._table.version
             if not self.ann and self._table.count_rows() >= self.ann_min_rows:
                 self._build_ann()
 

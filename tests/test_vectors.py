@@ -115,7 +115,7 @@ def test_a_question_asks_the_table_nothing_while_the_mirror_is_current(tmp_path,
     assert index.has_rows() and index.search(unit(2), 1)[0][0] == "b" and index.has_rows()
     assert asked == []
     monkeypatch.setattr(module, "RELOAD_S", 0.0)
-    assert index.search(unit(2), 1)[0][0] == "b" and asked == ["version"]
+    assert index.search(unit(2), 1)[0][0] == "b" and asked == ["checkout_latest", "version"]
 
 
 @pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\)")  # no other reader here
@@ -139,3 +139,22 @@ def test_compaction_deletes_the_files_of_old_versions(tmp_path, monkeypatch):
     assert index.count() == 5 and index.search(unit(112), 1)[0][0] == "c11-2"
     reopened = VectorIndex(tmp_path / "lance", 8)
     assert reopened.count() == 5 and reopened.search(unit(110), 1)[0][0] == "c11-0"
+
+
+def test_compaction_after_this_process_s_writes_keeps_the_mirror_without_a_reload(tmp_path, monkeypatch):
+    """A saved file's vectors are written, then the table compacted: the mirror already holds the
+    rows, so the next question must not read the whole table again (sympy: 40-60 ms a save)."""
+    from mcp_retrieval.indexers import vectors as module
+
+    index = VectorIndex(tmp_path / "lance", 8)
+    index.upsert([f"c{i}" for i in range(20)], [f"f{i}.py" for i in range(20)], np.stack([unit(i) for i in range(20)]))
+    assert index.search(unit(3), 1)[0][0] == "c3"  # loads the mirror
+    monkeypatch.setattr(module, "RELOAD_S", 0.0)  # every question asks the table's version
+    index.delete_paths(["f3.py"])
+    index.upsert(["c3"], ["f3.py"], unit(103)[None, :])
+    index.optimize()
+    columns = index._columns
+    assert index.search(unit(103), 1)[0][0] == "c3" and index._columns is columns  # no reload
+    other = VectorIndex(tmp_path / "lance", 8)  # another process's write is seen at the next check
+    other.upsert(["x"], ["x.py"], unit(200)[None, :])
+    assert index.search(unit(200), 1)[0][0] == "x" and index._columns is not columns
