@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import decide, rules
+from mcp_retrieval import decide, graph_fusion, rules
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (CommitOut, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
@@ -146,6 +146,7 @@ class Engine:
             if self._graph is not None and key == self._graph_key:
                 return
             graph = CodeGraph.load(self.store)
+            graph_fusion.prepare(graph)  # its walk arrays too, before any question meets it
             self._graph, self._graph_key = graph, key
             del graph
             return_freed_memory()  # the build's temporaries and the previous graph
