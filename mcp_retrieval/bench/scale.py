@@ -156,18 +156,32 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def _one_file_update(engine: Engine, max_priority: int) -> float:
-    # any language: a blank line changes the file's hash, which is what sync reads
+def _probe_file(engine: Engine) -> tuple[str, Path]:
+    """A file to save (a Python one when there is one): any language, since a blank line changes
+    the file's hash, which is what sync reads."""
     paths = engine.store.all_paths()
     path = next((p for p in paths if p.endswith(".py")), paths[0])
-    target = engine.config.root / path
+    return path, engine.config.root / path
+
+
+def _save(engine: Engine, path: str, data: bytes, max_priority: int) -> None:
+    """Write the file and bring the index up to date as the watcher does: by its path, then vectors."""
+    (engine.config.root / path).write_bytes(data)
+    engine.indexer.sync([path])
+    engine.indexer.embed_pending(max_priority=max_priority)
+
+
+def _ms(call) -> float:
+    t = time.perf_counter()
+    call()
+    return (time.perf_counter() - t) * 1000
+
+
+def _one_file_update(engine: Engine, max_priority: int) -> float:
+    path, target = _probe_file(engine)
     original = target.read_bytes()
     try:
-        target.write_bytes(original + b"\n\n")
-        t = time.perf_counter()
-        engine.indexer.sync([path])
-        engine.indexer.embed_pending(max_priority=max_priority)
-        return round((time.perf_counter() - t) * 1000, 1)
+        return round(_ms(lambda: _save(engine, path, original + b"\n\n", max_priority)), 1)
     finally:
         target.write_bytes(original)
         engine.indexer.sync([path])
@@ -177,33 +191,22 @@ def _after_saves(engine: Engine, queries: list[str], max_priority: int, rounds: 
     """The first `packet` and `context` after each of `rounds` saves (a file synced by its path,
     its vectors made, as the watcher does), each a question not asked before: what an agent that
     edits and then asks waits for (the code graph reloads behind, BENCHMARKS 55g-h)."""
-    paths = engine.store.all_paths()
-    path = next((p for p in paths if p.endswith(".py")), paths[0])
-    target = engine.config.root / path
+    path, target = _probe_file(engine)
     original = target.read_bytes()
-    first_packet, first_context = [], []
+    workspace = Workspace.single(engine)
+    times: dict[str, list[float]] = {"packet": [], "context": []}
     try:
         for n, (q1, q2) in enumerate(zip(queries[0::2], queries[1::2])):
             if n == rounds:
                 break
             engine.graph(wait=True)  # the previous round's reload done: each round starts alike
-            target.write_bytes(original + b"\n" * (n + 1))
-            engine.indexer.sync([path])
-            engine.indexer.embed_pending(max_priority=max_priority)
-            t = time.perf_counter()
-            Workspace.single(engine).packet(q1)
-            first_packet.append((time.perf_counter() - t) * 1000)
-            target.write_bytes(original + b"\n" * (n + 20))
-            engine.indexer.sync([path])
-            engine.indexer.embed_pending(max_priority=max_priority)
-            t = time.perf_counter()
-            Workspace.single(engine).context(q2)
-            first_context.append((time.perf_counter() - t) * 1000)
+            for tool, question, blank_lines in (("packet", q1, n + 1), ("context", q2, n + 20)):
+                _save(engine, path, original + b"\n" * blank_lines, max_priority)
+                times[tool].append(_ms(lambda: getattr(workspace, tool)(question)))
     finally:
         target.write_bytes(original)
         engine.indexer.sync([path])
-    return {"packet": percentiles(first_packet) if first_packet else None,
-            "context": percentiles(first_context) if first_context else None}
+    return {tool: percentiles(t) if t else None for tool, t in times.items()}
 
 
 def _floor(engine: Engine, queries: list[str]) -> dict:
