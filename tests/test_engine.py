@@ -1,6 +1,9 @@
+import time
+
 import pytest
 
 from mcp_retrieval import BadRequest, Engine
+from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval.closure import SECTION as SIGNATURES_SECTION
 from mcp_retrieval.neutralize import contains_tag
@@ -315,3 +318,30 @@ def test_the_path_resolver_is_rebuilt_when_files_come_or_go_not_when_one_is_edit
     engine.reindex(paths=["src/shop/refunds.py"])
     rebuilt = engine.retriever.resolver()
     assert rebuilt is not resolver and rebuilt.resolve_path("shop/refunds.py") == ["src/shop/refunds.py"]
+
+
+def test_a_second_server_on_the_same_index_answers_with_what_the_writer_adds(engine, config, monkeypatch):
+    """Two servers on one index directory: one writes, the other answers from it (README), and
+    sees each new file in every part — lexical, store and vectors — without a restart."""
+    from mcp_retrieval.indexers import vectors
+
+    monkeypatch.setattr(vectors, "RELOAD_S", 0.0)  # the reader looks for new versions at every question
+    reader = Engine(config, embedder=HashEmbedder())
+    try:
+        assert Workspace.single(reader).packet("apply_discount").items  # answers from the writer's index
+        reader.indexer.vectors.search(HashEmbedder().embed(["x"])[0], 1)  # its vector mirror loaded
+        (config.root / "src/shop/loyalty.py").write_text(
+            "def award_loyalty_points(order):\n    return order.total // 10\n")
+        engine.reindex(paths=["src/shop/loyalty.py"])
+        loyalty = {c.id for c in engine.store.chunks_for_path("src/shop/loyalty.py")}
+        deadline = time.monotonic() + 10  # Tantivy's readers follow commits within a moment
+        while time.monotonic() < deadline:
+            items = Workspace.single(reader).packet("award_loyalty_points").items
+            if items and items[0].path == "src/shop/loyalty.py":
+                break
+            time.sleep(0.1)
+        assert items and items[0].path == "src/shop/loyalty.py"
+        found = reader.indexer.vectors.search(HashEmbedder().embed(["award_loyalty_points"])[0], 200)
+        assert loyalty & {cid for cid, _ in found}
+    finally:
+        reader.close()
