@@ -345,3 +345,19 @@ def test_a_second_server_on_the_same_index_answers_with_what_the_writer_adds(eng
         assert loyalty & {cid for cid, _ in found}
     finally:
         reader.close()
+
+
+def test_a_resolver_updated_by_the_files_that_came_or_went_is_the_one_a_fresh_build_makes():
+    from mcp_retrieval.retrieve import PathResolver
+
+    before = sorted(["src/app/__init__.py", "src/app/core.py", "src/app/util.py", "lib/util.py", "web/index.ts",
+                     "web/util/index.ts", "pkg/mod.rs", "pkg/core/mod.rs", "docs/util.md", "a.py"])
+    after = sorted([p for p in before if p not in ("src/app/util.py", "pkg/core/mod.rs")]
+                   + ["src/app/util2.py", "web/util/helpers.ts", "lib/core.py"])
+    old = PathResolver(before)
+    updated = old.updated(after)
+    fresh = PathResolver(after)
+    assert (updated.paths, updated.known, updated._by_name, updated._by_module) == \
+        (fresh.paths, fresh.known, fresh._by_name, fresh._by_module)
+    assert old._by_name == PathResolver(before)._by_name  # the one in use is left as it was
+    assert updated.resolve_path("app/util2.py") == ["src/app/util2.py"] and updated.resolve_module("app.util2") == ["src/app/util2.py"]
