@@ -199,7 +199,7 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
 
 def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes | None = None) -> Iterator[FileEntry]:
     """The walk without git: os.walk with the built-in gitignore matcher (entering only the
-    folders on the way to `scopes`, whose ignore files still apply)."""
+    folders on the way to `scope`, whose ignore files still apply)."""
     rules = IgnoreRules(root)
     visited: set[tuple[int, int]] = set()
 
