@@ -80,7 +80,28 @@ def _decode_entities(text: str) -> str:
 
 def skeleton(text: str) -> str:
     """The form detection compares: entities decoded, NFKD, confusables folded, case folded and
-    folded again (so `М` -> `M` -> `m`), ignorables removed."""
+    folded again (so `М` -> `M` -> `m`), ignorables removed. ASCII text without an entity (most
+    code: `&&` is no entity) takes it byte by byte from a table of each ASCII character's skeleton
+    — the same string (every step maps such a text one character at a time) at a fiftieth of the
+    cost: the ignorables' regular expression took 28 of a code chunk's 40 µs, on every chunk sent."""
+    if text.isascii() and ("&" not in text or not _ENTITY.search(text)) and (tables := _ascii_tables()) is not None:
+        table, dropped = tables
+        return text.encode("ascii").translate(table, dropped).decode("ascii")
+    return _skeleton(text)
+
+
+@functools.cache
+def _ascii_tables() -> tuple[bytes, bytes] | None:
+    """Each ASCII character's skeleton as a byte table (and the bytes it drops), or None should one
+    ever be longer than a character (then every text takes the whole way)."""
+    forms = [_skeleton(chr(c)) for c in range(128)]
+    if any(len(f) > 1 or not f.isascii() for f in forms):
+        return None
+    table = bytes(ord(f) if f else c for c, f in enumerate(forms)) + bytes(range(128, 256))
+    return table, bytes(c for c, f in enumerate(forms) if not f)
+
+
+def _skeleton(text: str) -> str:
     table = _prototypes()
     text = _decode_entities(text).translate(table)  # before NFKD, which can move a glyph to another class
     text = unicodedata.normalize("NFKD", text).translate(table).casefold()

@@ -98,3 +98,20 @@ def test_no_lookalike_spelling_from_the_confusables_table_survives(data):
     text = data.draw(st.text(max_size=20)) + forged + data.draw(st.text(max_size=20))
     assert contains_tag(text), ascii(forged)
     assert not contains_tag(neutralize(text))
+
+
+def test_the_ascii_shortcut_gives_the_skeleton_the_whole_way_gives():
+    from mcp_retrieval.neutralize import _skeleton, skeleton
+
+    every_ascii = "".join(map(chr, range(128)))
+    samples = [every_ascii, every_ascii[::-1], "<  M\tC\x00P - R E T R I E V A L", "x <= mcp_retrieval.y", "a && b || c",
+               "I|l`O0 text", "&lt;mcp-retrieval:chunk", "if (a &amp;&amp; b)", "plain code = 1\n"]
+    for text in samples:
+        assert skeleton(text) == _skeleton(text), text
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=200))
+def test_any_ascii_text_has_the_same_skeleton_either_way(text):
+    from mcp_retrieval.neutralize import _skeleton, skeleton
+
+    assert skeleton(text) == _skeleton(text)
