@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -113,7 +114,9 @@ class IgnoreRules:
         """Read the ignore files of every folder on the way to `rel_path` (each once)."""
         parts = rel_path.split("/")
         for depth in range(len(parts) - 1):
-            self.enter("/".join(parts[:depth]), self.root.joinpath(*parts[:depth]))
+            rel_dir = "/".join(parts[:depth])
+            if rel_dir not in self._entered:  # the Path is built only for a folder not yet read
+                self.enter(rel_dir, self.root.joinpath(*parts[:depth]))
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         verdict = False
@@ -256,16 +259,17 @@ def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_by
         stats.skipped["ignored"] += 1
         return None
     try:
-        if abs_path.is_symlink():
+        st = os.lstat(abs_path)  # one call for the usual file; a link is resolved and followed
+        if stat.S_ISLNK(st.st_mode):
             target = abs_path.resolve()
             if not target.is_relative_to(root):
                 stats.skipped["symlink_outside_root"] += 1
                 return None
-        st = abs_path.stat()
+            st = os.stat(abs_path)
     except (OSError, RuntimeError):  # vanished, permission denied, symlink loop
         stats.skipped["vanished_or_unreadable"] += 1
         return None
-    if not os.path.isfile(abs_path):
+    if not stat.S_ISREG(st.st_mode):
         stats.skipped["not_regular"] += 1
         return None
     if st.st_size > size_limit(rel, max_bytes):
