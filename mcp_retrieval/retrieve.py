@@ -85,9 +85,8 @@ class PathResolver:
         self._by_name: dict[str, list[str]] = {}
         self._by_module: dict[str, list[str]] = {}
         for p in paths:
-            self._by_name.setdefault(_file_name(p), []).append(p)
-            for suffix in module_suffixes(p):
-                self._by_module.setdefault(suffix, []).append(p)
+            for table, key in self._entries(p):
+                table.setdefault(key, []).append(p)
 
     def updated(self, paths: list[str]) -> "PathResolver":
         """The resolver of a new path list, made from this one by the files that came or went (the
@@ -101,15 +100,21 @@ class PathResolver:
         new.paths, new.known = paths, known
         new._by_name, new._by_module = dict(self._by_name), dict(self._by_module)
         for p in removed:
-            for table, key in ((new._by_name, _file_name(p)), *((new._by_module, s) for s in module_suffixes(p))):
+            for table, key in new._entries(p):
                 if kept := [q for q in table.get(key, ()) if q != p]:
                     table[key] = kept
                 else:
                     table.pop(key, None)
         for p in added:
-            for table, key in ((new._by_name, _file_name(p)), *((new._by_module, s) for s in module_suffixes(p))):
+            for table, key in new._entries(p):
                 table[key] = sorted([*table.get(key, ()), p])
         return new
+
+    def _entries(self, path: str):
+        """(map, key) of every place `path` is listed: its file name, each of its module suffixes."""
+        yield self._by_name, _file_name(path)
+        for suffix in module_suffixes(path):
+            yield self._by_module, suffix
 
     def resolve_path(self, written: str) -> list[str]:
         parts = [p for p in written.replace("\\", "/").split("/") if p and p != "."]
