@@ -19,13 +19,9 @@ Pure: no I/O.
 
 from __future__ import annotations
 
-import bisect
-import functools
-import math
 from collections.abc import Callable, Sequence
 
-from mcp_retrieval import scoring
-from mcp_retrieval.assemble import SHINGLE_CACHE, gram_set, jaccard
+from mcp_retrieval import near_duplicates, scoring
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -35,25 +31,6 @@ NEAR_DUPLICATE = 0.9  # the default; `packet` passes the configured rule `contex
 
 
 FileKey = tuple[str, str]  # (root name, path in that root)
-
-
-# ASCII punctuation and spaces to spaces: split() then yields `\w+`'s words (a non-ASCII symbol
-# stays inside its word), at half the cost of a regular expression
-_NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
-_NOT_WORD_BYTES = bytes(c if c >= 128 or chr(c).isalnum() or c == ord("_") else 32 for c in range(256))
-
-
-@functools.lru_cache(maxsize=SHINGLE_CACHE)  # bounded for memory, as `assemble.shingles`
-def word_shingles(text: str) -> frozenset[int]:
-    """Hashed 3-grams of the text's lowercased words. Copies of a file differ in whole words, so
-    the identifier splitting of `assemble.shingles` (MMR's measure) is not needed to find them,
-    and it cost 4x (docs/BENCHMARKS-history.md 10b). Words split by `translate` (half a regular
-    expression's cost), as bytes for an ASCII text (half again: a byte table; an ASCII word's
-    bytes hash as its `str` does, so both paths give the same grams), grams hashed by
-    `assemble.gram_set`."""
-    if text.isascii():
-        return gram_set(text.encode("ascii").lower().translate(_NOT_WORD_BYTES).split())
-    return gram_set(text.lower().translate(_NOT_WORD).split())
 
 
 def file_scores(candidates: Sequence[Candidate]) -> dict[FileKey, float]:
@@ -101,22 +78,9 @@ def _best_first(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 
 def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:
-    """Candidates in order, without any whose shingles reach `threshold` Jaccard similarity with
-    one kept before. Sets whose sizes differ by more than the threshold's ratio cannot reach it, so
-    only kept sets of a compatible size are compared (found by bisecting a size-sorted list)."""
-    kept: list[Candidate] = []
-    by_size: list[tuple[int, int]] = []  # (shingle count, index into grams), sorted
-    grams: list[frozenset[int]] = []
-    for c in candidates:
-        g = word_shingles(c.chunk.text)
-        lo = bisect.bisect_left(by_size, (math.ceil(threshold * len(g)), -1))
-        hi = bisect.bisect_right(by_size, (math.floor(len(g) / threshold) if threshold else len(g), len(grams)))
-        if any(jaccard(g, grams[i]) >= threshold for _, i in by_size[lo:hi]):
-            continue
-        kept.append(c)
-        bisect.insort(by_size, (len(g), len(grams)))
-        grams.append(g)
-    return kept
+    """Candidates in order, without any whose word 3-grams reach `threshold` Jaccard similarity
+    with one kept before (`near_duplicates`: the whole pool measured at once)."""
+    return [candidates[i] for i in near_duplicates.kept([c.chunk.text for c in candidates], threshold)]
 
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,

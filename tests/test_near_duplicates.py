@@ -1,0 +1,52 @@
+"""The pool's near-duplicate measure, against sets of word 3-grams built one text at a time."""
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcp_retrieval.near_duplicates import _NOT_WORD, kept, similarities
+
+
+def reference_grams(text: str) -> set[tuple[str, ...]]:
+    words = text.lower().translate(_NOT_WORD).split()
+    return {tuple(words[i:i + 3]) for i in range(len(words) - 2)} if len(words) >= 3 else \
+        ({tuple(words)} if words else set())
+
+
+def reference_jaccard(a: str, b: str) -> float:
+    ga, gb = reference_grams(a), reference_grams(b)
+    return len(ga & gb) / len(ga | gb) if ga and gb else 0.0
+
+
+# few words, so texts share grams; upper case, punctuation, non-ASCII letters and Unicode spaces,
+# so both the byte path (ASCII) and the `str` path (the rest) are taken
+WORDS = st.sampled_from(["def", "parse", "Parse", "x", "return", "self_value", "ünd", "Ünd", "wörd", "42", "a_b"])
+SEPARATORS = st.sampled_from([" ", "\n", "(", ").", ", ", "\u00a0", "\t", "::", "\u2003"])
+TEXTS = st.lists(st.tuples(WORDS, SEPARATORS), max_size=14).map(lambda ws: "".join(w + s for w, s in ws))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TEXTS, min_size=2, max_size=8))
+def test_similarities_are_the_jaccard_of_the_word_gram_sets(texts):
+    measured = similarities(texts)
+    for i, a in enumerate(texts):
+        for j, b in enumerate(texts):
+            if i != j:
+                assert abs(measured[i, j] - reference_jaccard(a, b)) < 1e-12, (a, b)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(TEXTS, max_size=8), st.sampled_from([0.5, 0.9, 1.0]))
+def test_a_text_is_left_out_only_for_a_kept_text_before_it(texts, threshold):
+    expected: list[int] = []
+    for i, text in enumerate(texts):
+        if not any(reference_jaccard(text, texts[j]) >= threshold for j in expected):
+            expected.append(i)
+    assert kept(texts, threshold) == expected
+
+
+def test_copies_differing_in_case_spacing_or_a_word_are_shown_once():
+    lines = [f"value_{i} = compute(value_{i - 1}, factor)" for i in range(1, 40)]
+    body = " ".join(lines)
+    texts = [body, body.upper().replace(" ", "  "), body.replace("value_20 =", "other_20 ="),
+             " ".join(lines[:20] + [line.replace("compute", "reduce") for line in lines[20:]]), "unrelated words"]
+    assert kept(texts, 0.9) == [0, 3, 4]
