@@ -157,12 +157,18 @@ class Store:
     def replace_files(self, removed: Iterable[str], records: Sequence[tuple[FileRecord, str]],
                       chunks: Sequence[tuple[Chunk, int]], symbols: Sequence[tuple], edges: Sequence[tuple],
                       embedded_ids: set[str] = frozenset()) -> None:
-        """Atomically replace everything stored for these files (manifest row last)."""
+        """Atomically replace everything stored for these files (manifest row last). When files
+        come or go, `paths_changed` is stamped in the same transaction (`paths_stamp`)."""
         paths = list(dict.fromkeys([*removed, *(r.path for r, _ in records)]))
         with self._lock:
             cur = self._db.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
+                listed = set()
+                for i in range(0, len(paths), IN_BATCH):
+                    part = paths[i: i + IN_BATCH]
+                    listed.update(r[0] for r in cur.execute(
+                        f"SELECT path FROM files WHERE path IN ({','.join('?' * len(part))})", part))
                 for table in ("chunks", "symbols", "edges", "files"):
                     cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
                 cur.executemany(
@@ -174,6 +180,8 @@ class Store:
                 now = time.time()
                 cur.executemany("INSERT OR REPLACE INTO files VALUES (?,?,?,?,?,?)",
                                 [(r.path, r.size, r.mtime_ns, r.sha256, lang, now) for r, lang in records])
+                if listed != {r.path for r, _ in records}:
+                    cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('paths_changed', ?)", (repr(now),))
                 cur.execute("COMMIT")
             except BaseException:
                 if self._db.in_transaction:  # SQLite ends it itself on some errors (disk full):
@@ -263,8 +271,13 @@ class Store:
             chunks = self._db.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
             pending = self._db.execute("SELECT COUNT(*) FROM chunks WHERE embedded=0").fetchone()[0]
             symbols = self._db.execute("SELECT COUNT(*) FROM symbols").fetchone()[0]
-            edges = self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
-        return {"files": files, "chunks": chunks, "vectors_pending": pending, "symbols": symbols, "edges": edges}
+        return {"files": files, "chunks": chunks, "vectors_pending": pending, "symbols": symbols}
+
+    def edge_count(self) -> int:
+        """Raw graph edges. Not among `counts`: it walks an index of every edge (6 ms on sympy's
+        469k, against 0.01 for each of the others), and `counts` runs after every change."""
+        with self._lock:
+            return self._db.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
 
     def definitions_ending(self, qualified: str, limit: int = 5) -> list[tuple[str, int]]:
         """(path, first line) of the first `limit` symbols whose qualified name is `qualified` or ends
@@ -280,6 +293,11 @@ class Store:
                 " UNION SELECT rowid, path, start_line FROM symbols"
                 "  WHERE kind='file' AND (qualname=? OR qualname LIKE ?)"
                 ") ORDER BY r LIMIT ?", (last, qualified, suffix, qualified, suffix, limit)).fetchall()
+
+    def paths_stamp(self) -> str | None:
+        """Changes when files come or go (not when one is edited); None for an index written
+        before the stamp existed."""
+        return self.get_meta("paths_changed")
 
     def all_paths(self) -> list[str]:
         with self._lock:

@@ -308,16 +308,22 @@ def test_a_scoped_reindex_sees_its_folder_only_and_drops_the_files_gone_from_it(
     assert "web/banner.ts" in engine.store.all_paths()
 
 
-def test_the_path_resolver_is_rebuilt_when_files_come_or_go_not_when_one_is_edited(engine, workspace):
+def test_the_path_resolver_is_rebuilt_when_files_come_or_go_not_when_one_is_edited(engine, workspace, monkeypatch):
     resolver = engine.retriever.resolver()
+    reads = []
+    all_paths = engine.store.all_paths
+    monkeypatch.setattr(engine.store, "all_paths", lambda: reads.append(1) or all_paths())
     cart = workspace / "src/shop/cart.py"
     cart.write_text(cart.read_text() + "\n\ndef edited_probe():\n    return 1\n")
     engine.reindex(paths=["src/shop/cart.py"])
-    assert engine.retriever.resolver() is resolver  # the same files: the same resolver
+    assert engine.retriever.resolver() is resolver and not reads  # the same files: not even read again
     (workspace / "src/shop/refunds.py").write_text("def refund_order(order):\n    return order\n")
     engine.reindex(paths=["src/shop/refunds.py"])
     rebuilt = engine.retriever.resolver()
     assert rebuilt is not resolver and rebuilt.resolve_path("shop/refunds.py") == ["src/shop/refunds.py"]
+    (workspace / "src/shop/refunds.py").unlink()
+    engine.reindex(paths=["src/shop/refunds.py"])
+    assert engine.retriever.resolver().resolve_path("shop/refunds.py") == []
 
 
 def test_a_second_server_on_the_same_index_answers_with_what_the_writer_adds(engine, config, monkeypatch):

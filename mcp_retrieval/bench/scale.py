@@ -124,7 +124,7 @@ def main(argv: list[str]) -> int:
         embed_s = time.perf_counter() - t1
     counts = engine.store.counts()
     report["index"] = {"files": counts["files"], "chunks": counts["chunks"], "symbols": counts["symbols"],
-                       "edges": counts["edges"], "lexical_phase_s": round(lexical_s, 1),
+                       "edges": engine.store.edge_count(), "lexical_phase_s": round(lexical_s, 1),
                        "phases_ms": {k: round(v) for k, v in sync.timings_ms.items()},
                        "embed_s": round(embed_s, 1), "embedded": embedded, "reused": reused,
                        "embed_chunks_per_s": round(embedded / embed_s, 1) if embedded else None,
