@@ -23,7 +23,7 @@ from mcp_retrieval.indexers.history import History
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.health import sqlite_files
 from mcp_retrieval.indexers.update import IndexBusy, Indexer
-from mcp_retrieval import decide, graph_fusion, rules
+from mcp_retrieval import decide, graph_fusion, quiet, rules
 from mcp_retrieval.config import Config
 from mcp_retrieval.freshness import FreshnessGate, SnapshotGate
 from mcp_retrieval.models import (CommitOut, Debug, GraphEdge, GraphNode, GraphResult, IndexStatus, Know,
@@ -72,6 +72,7 @@ class Engine:
         self._graph: CodeGraph | None = None
         self._graph_key: str | None = None
         self._graph_lock = threading.Lock()
+        self._graph_pending = threading.Lock()  # held while a background rebuild is waiting or running
         self._work_lock = threading.Lock()  # one index writer at a time inside this process
         self._background: threading.Thread | None = None
         self._stop = threading.Event()
@@ -137,9 +138,18 @@ class Engine:
             return self._graph
         if wait or (self._graph is None and self.store.counts()["symbols"] < 20_000):
             self._reload_graph(key)
-        elif not self._graph_lock.locked():
-            threading.Thread(target=self._reload_graph, args=(key,), daemon=True, name="mcp-retrieval-graph").start()
+        elif self._graph_pending.acquire(blocking=False):  # one background rebuild at a time
+            threading.Thread(target=self._reload_graph_later, daemon=True, name="mcp-retrieval-graph").start()
         return self._graph
+
+    def _reload_graph_later(self) -> None:
+        """The background rebuild, begun once no question is being answered (`quiet`): the
+        question that asked goes on with the previous graph without sharing the interpreter."""
+        try:
+            quiet.wait()
+            self._reload_graph(self.store.get_meta("last_updated"))
+        finally:
+            self._graph_pending.release()
 
     def _reload_graph(self, key: str | None) -> None:
         with self._graph_lock:

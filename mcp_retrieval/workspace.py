@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from mcp_retrieval import rules
+from mcp_retrieval import quiet, rules
 from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, scoring
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
@@ -192,6 +192,7 @@ class Workspace:
         total.index = self.status()
         return total
 
+    @quiet.answers
     def query_graph(self, node: str, relation: str = "neighbors", depth: int = 1, limit: int = 50,
                     kind: str | None = None, roots: list[str] | None = None) -> GraphResult:
         engines = self.pick(roots)
@@ -241,6 +242,7 @@ class Workspace:
                 seen.add((far_root, far_graph.nodes[far].id))
                 merged.nodes.append(node_out(far_graph, far, far_root))
 
+    @quiet.answers
     @rules.enforced(lambda self: self.rules_in_force)
     def context(self, query: str, session_id: str | None = None, budget_tokens: int = 6000, max_chunks: int | None = None,
                 path_prefix: str | None = None, active_files: list[str] | None = None,
@@ -343,6 +345,7 @@ class Workspace:
             kept = kept[:-1]
         return window, []
 
+    @quiet.answers
     @rules.enforced(lambda self: self.rules_in_force)
     def packet(self, query: str, session_id: str | None = None, max_items: int = 12,
                active_files: list[str] | None = None, task: str = "explain", sub_queries: list[str] | None = None,

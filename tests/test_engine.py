@@ -367,3 +367,21 @@ def test_a_resolver_updated_by_the_files_that_came_or_went_is_the_one_a_fresh_bu
         (fresh.paths, fresh.known, fresh._by_name, fresh._by_module)
     assert old._by_name == PathResolver(before)._by_name  # the one in use is left as it was
     assert updated.resolve_path("app/util2.py") == ["src/app/util2.py"] and updated.resolve_module("app.util2") == ["src/app/util2.py"]
+
+
+def test_the_graph_is_rebuilt_after_an_index_change_once_no_question_is_being_answered(engine, workspace):
+    """The question that meets a changed index answers with the previous graph, and the rebuild
+    waits for it to end instead of sharing the interpreter with it (mcp_retrieval/quiet.py)."""
+    from mcp_retrieval import quiet
+
+    before = engine.graph(wait=True)
+    (workspace / "src/shop/gift_cards.py").write_text("def redeem_gift_card(card):\n    return card.balance\n")
+    engine.reindex(paths=["src/shop/gift_cards.py"])
+    with quiet.answering():
+        assert engine.graph() is before
+        time.sleep(0.5)  # a rebuild begun at once would be done by now on this small tree
+        assert engine._graph is before
+    deadline = time.monotonic() + 30
+    while engine._graph is before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert engine._graph is not before and engine._graph.find("redeem_gift_card")
