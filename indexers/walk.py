@@ -78,13 +78,28 @@ class WalkStats:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
-def _load_spec(root: Path, rel: str) -> pathspec.GitIgnoreSpec | None:
+@dataclass(frozen=True)
+class _Rules:
+    """One ignore file's rules, read two ways. A file is checked by `GitIgnoreSpec` (a negation
+    that matches only the file's folder does not bring the file back, as in git). A folder is
+    checked by the plain rules, the last match deciding: GitIgnoreSpec let `*` outrank a later
+    `!*/` for the folder itself and pruned every folder (the walk enters a folder only when it
+    is not ignored, so a file's folders were checked already)."""
+    files: pathspec.GitIgnoreSpec
+    folders: pathspec.PathSpec
+
+    def check(self, sub: str, is_dir: bool):
+        return (self.folders if is_dir else self.files).check_file(sub)
+
+
+def _load_spec(root: Path, rel: str) -> _Rules | None:
     """An ignore file's rules, read safely (a FIFO or a link out of the root is no rules)."""
     got = read_inside(root, rel, DEFAULT_MAX_FILE_BYTES)
     if isinstance(got, str):
         return None
     lines = got.data.decode("utf-8", errors="replace").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines)) \
+        if lines else None
 
 
 class IgnoreRules:
@@ -96,7 +111,7 @@ class IgnoreRules:
         self.root = root
         self.files = files
         spec = _load_spec(root, ".git/info/exclude") if git_exclude else None
-        self._specs: dict[str, list[pathspec.GitIgnoreSpec]] = {"": [spec] if spec else []}
+        self._specs: dict[str, list[_Rules]] = {"": [spec] if spec else []}
         self._entered: set[str] = set()
 
     def enter(self, rel_dir: str, abs_dir: Path) -> None:
@@ -128,7 +143,7 @@ class IgnoreRules:
                 continue
             sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
             for spec in specs:
-                result = spec.check_file(sub)
+                result = spec.check(sub, is_dir)
                 if result.include is not None:
                     verdict = result.include
         return verdict
