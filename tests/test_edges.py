@@ -92,20 +92,39 @@ def test_a_link_to_dev_zero_is_refused_not_read(engine, workspace):
     assert all(c.path != "src/shop/pricing.py" for c in r.chunks)
 
 
-def test_the_safe_reader_refuses_links_out_fifos_and_oversized_files(tmp_path):
+@pytest.mark.parametrize("kernel_check", [True, False], ids=["opened-then-checked", "resolved-then-opened"])
+def test_the_safe_reader_refuses_links_out_fifos_and_oversized_files(tmp_path, monkeypatch, kernel_check):
+    from mcp_retrieval.indexers import safe_read
+
+    if kernel_check and not safe_read._KERNEL_NAMES_FDS:
+        pytest.skip("the kernel does not name open descriptors here")
+    monkeypatch.setattr(safe_read, "_KERNEL_NAMES_FDS", kernel_check)
     root = (tmp_path / "root").resolve()
     root.mkdir()
     (tmp_path / "out.txt").write_text("outside")
+    (tmp_path / "private").mkdir()
+    (tmp_path / "private" / "key.py").write_text("secret")
     os.symlink(tmp_path / "out.txt", root / "out_link")
+    os.symlink(tmp_path / "private", root / "linked_out")
     (root / "inner.txt").write_text("inside")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "a.py").write_text("a = 1")
     os.symlink(root / "inner.txt", root / "in_link")
+    os.symlink(root / "pkg", root / "linked_in")
+    os.symlink(root / "loop", root / "loop")
     os.mkfifo(root / "pipe")
     (root / "big").write_bytes(b"x" * 2000)
     assert read_inside(root, "out_link", 1000) == OUTSIDE_ROOT
+    assert read_inside(root, "linked_out/key.py", 1000) == OUTSIDE_ROOT  # a folder on the way links out
     assert read_inside(root, "../out.txt", 1000) == OUTSIDE_ROOT
+    assert read_inside(root, "pkg/../../out.txt", 1000) == OUTSIDE_ROOT
     assert read_inside(root, "in_link", 1000).data == b"inside"
+    assert read_inside(root, "linked_in/a.py", 1000).data == b"a = 1"
+    assert read_inside(root, "loop", 1000) == UNREADABLE
+    assert read_inside(root, "pkg", 1000) == NOT_REGULAR
     assert read_inside(root, "pipe", 1000) == NOT_REGULAR
     assert read_inside(root, "big", 1000) == TOO_LARGE
+    assert read_inside(root, "gone.py", 1000) == UNREADABLE
 
 
 def test_stating_many_files_at_once_answers_as_one_at_a_time(tmp_path):
