@@ -148,6 +148,6 @@ def kept(texts: Sequence[str], threshold: float) -> list[int]:
     suspects = np.flatnonzero(np.tril(similar, -1).any(axis=1))
     dropped: set[int] = set()
     for i in suspects.tolist():  # in order: only a kept text can drop a later one
-        if any(similar[i, j] for j in np.flatnonzero(similar[i, :i]).tolist() if j not in dropped):
+        if any(j not in dropped for j in np.flatnonzero(similar[i, :i]).tolist()):
             dropped.add(i)
     return [i for i in range(len(texts)) if i not in dropped]
