@@ -42,12 +42,6 @@ HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old 
 CODE_ONLY_NOTE = "code only; comments and docstrings elided"
 MATCHING_NOTE = "signature and matching lines; the rest is elided"
 NEAR_MISS = 0.25  # a chunk this close to fitting whole is costed exactly before it is cut to an excerpt
-# A class's own chunk (its head: the class line, its docstring and class attributes) comes as its
-# code only whenever that leaves out at least half of it, at every budget: a class docstring
-# documents the API at length (flask's `Blueprint`, astropy's `QDP`: 700-1,000 tokens) and in a 4k
-# window took the place of the function the fix changes (BENCHMARKS 28b). Python only: a Go, Rust
-# or C struct's comments are its fields' meaning, and no multilingual window moved with the rule.
-CLASS_DOCS_LANGUAGES = ("python",)
 # A window chooses by relevance (MMR over the chunk scores), not by relevance per token: scaling a
 # wide window's values by (200 / tokens) ** 0.25 (BENCHMARKS-history 26c) showed fewer of the
 # changed functions and lines at 4k on mined fix commits, multilang_dev and swebench_dev alike
@@ -436,10 +430,6 @@ def _left_after(chosen: list[Placed], budget: int, head: str, layout: Layout, st
     return budget - used - 1 - (budget_tokens(STUB_NOTE) + 1 if stub_note_due else 0)
 
 
-def _class_docs_elided(c: Candidate) -> bool:
-    return rules.current().class_docs_elided and c.chunk.kind == "class" and c.chunk.language in CLASS_DOCS_LANGUAGES
-
-
 def _near_miss(c: Candidate, header_cost: int, limit: int, max_piece: int, chosen: list[Placed], budget: int,
                head: str, layout: Layout) -> tuple[Placed, int] | None:
     """A chunk whose estimated cost missed what is left by at most NEAR_MISS of itself, placed whole
@@ -485,7 +475,7 @@ def _place(c: Candidate, header_cost: int, remaining: int, delivered, query_term
         if cost <= DIFF_SHARE * (header_cost + body_cost) and cost <= remaining:
             return d, cost
     whole = header_cost + body_cost
-    if (_class_docs_elided(c) or (code_over is not None and code_over < whole)) and whole <= remaining:
+    if code_over is not None and code_over < whole <= remaining:
         code = code_only(p.text, c.chunk.language, c.chunk.start_line)
         if code is not None:
             q = Placed(c, stub=False, text=code, excerpt=True, code_only=True, by_choice=True)

@@ -41,7 +41,6 @@ class Rules:
     file_ranker_weighs_structure: bool = True
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)
-    class_docs_elided: bool = True  # a Python class comes without its docstring when that halves it (28b)
     exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)
     tokens_per_chunk: int | None = 150  # a window may hold one chunk per this many tokens (28d); None: fixed caps
     context_file_ranker: bool = True  # the learned file ranker weighs `context`'s files, not the hand-set evidence (54i)

@@ -268,29 +268,6 @@ def test_a_window_chooses_by_relevance_not_by_relevance_per_token():
     assert first.candidate.chunk.id == pool[0].chunk.id and first.excerpt is False
 
 
-def test_a_class_comes_without_its_docstring_at_every_budget():
-    """A class's own chunk (its line, docstring and attributes) comes as its code when that leaves
-    out at least half of it, however wide the window: its API prose no longer takes the seat of
-    the method the question is about. A function's docstring stays whole in a wide window."""
-
-    doc = "\n".join(f"    Explains blueprint option number {n} at length, with an example." for n in range(40))
-    head = f'class Blueprint(Scaffold):\n    """Represents a blueprint.\n\n{doc}\n    """\n\n    warn_on_modifications = False\n'
-    func = f'def register(self, app):\n    """Register the blueprint.\n\n{doc}\n    """\n    app.blueprints[self.name] = self\n'
-    pool = [make_candidate(1, budget_counts([head])[0], 1.0, head), make_candidate(2, budget_counts([func])[0], 0.9, func)]
-    pool[0].chunk = replace(pool[0].chunk, kind="class", symbol="Blueprint")
-
-    def placed(budget):
-        w = assemble(pool, budget=budget, max_chunks=8, head="know", query_terms=frozenset({"blueprint"}))
-        assert w.tokens <= budget
-        return {p.candidate.chunk.id: p.code_only for p in w.placed}
-
-    assert placed(4000) == {"id0001": True, "id0002": False}
-    shown = {p.candidate.chunk.id: p.text for p in assemble(pool, budget=4000, max_chunks=8).placed}
-    assert "warn_on_modifications = False" in shown["id0001"] and "Explains" not in shown["id0001"]
-    with applied(Rules(class_docs_elided=False)):
-        assert placed(4000) == {"id0001": False, "id0002": False}
-
-
 def test_what_is_left_is_counted_from_the_render_before_a_candidate_is_passed_over():
     # Twelve short chunks of one file are booked with a full header each, but the window writes
     # their path once: by the books the budget is spent, as rendered a thirteenth chunk (another
