@@ -7,16 +7,15 @@ digits and `_` (a non-ASCII character stays inside its word), lowercased.
 
 Measuring a pool chunk by chunk (split, hash each word, a set per chunk, set against set) was a
 quarter of a new question's `packet` time on sympy (docs/BENCHMARKS.md 56a). Here every chunk of
-the pool is one byte array: words are found and hashed by array operations (a polynomial hash of
-each word's bytes read off one prefix sum), grams mixed from three word hashes, and the shared
-grams of every pair of chunks counted by sorting the pool's grams once. The similarities are those
-of the sets (up to a collision in 2**64), so the same chunks are dropped.
+the pool (its first TEXT_CHARS) is one byte array: words are found and hashed by array operations
+(each word's keyed byte sum read off one prefix sum), grams mixed from three word hashes, and the
+shared grams of every pair of chunks counted by sorting the pool's grams once. The similarities
+are those of the sets (up to a hash collision), so the same chunks are dropped.
 Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -27,47 +26,28 @@ _BYTE_MAP = bytes(c + 32 if 65 <= c <= 90 else c if c >= 128 or chr(c).isalnum()
                   for c in range(256))
 _NOT_WORD = str.maketrans({c: " " for c in map(chr, range(128)) if not (c.isalnum() or c == "_")})
 
-_BASE = np.uint64(0x100000001B3)  # odd, so it has an inverse modulo 2**64
-_BASE_INVERSE = np.uint64(pow(0x100000001B3, -1, 2 ** 64))
+# a word's hash is the sum of its bytes, each times the key of its place in the word (places past 64
+# reuse the keys), finished by splitmix64: no table as long as the pool is kept between calls
+_PLACE_KEYS = np.random.default_rng(52).integers(1, 2 ** 63, size=64, dtype=np.uint64) | np.uint64(1)
 _MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
 _NO_WORD = (np.uint64(0x2545F4914F6CDD1D), np.uint64(0x5851F42D4C957F2D))  # a short chunk's missing words
-
-
-class _Powers:
-    """BASE**i and BASE**-i modulo 2**64 for i below the longest pool seen, grown by doubling."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.up = self.down = np.ones(1, dtype=np.uint64)
-
-    def upto(self, n: int) -> tuple[np.ndarray, np.ndarray]:
-        up, down = self.up, self.down
-        if len(up) < n:
-            with self._lock:
-                size = max(n, 2 * len(self.up), 1 << 16)
-                up, down = np.ones(size, dtype=np.uint64), np.ones(size, dtype=np.uint64)
-                np.cumprod(np.full(size - 1, _BASE, dtype=np.uint64), out=up[1:])
-                np.cumprod(np.full(size - 1, _BASE_INVERSE, dtype=np.uint64), out=down[1:])
-                self.up, self.down = up, down
-        return up[:n], down[:n]
-
-
-_POWERS = _Powers()
+TEXT_CHARS = 16_384  # what is read of each chunk: a pool's arrays stay small whatever a chunk holds
 
 
 def _pool_codes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-    """The texts as one array of byte codes (`_BYTE_MAP`), each text followed by a separator, and
-    where each text begins. A non-ASCII text is lowercased and split first (`str.lower` and
-    `str.split` know Unicode)."""
+    """The texts (their first TEXT_CHARS) as one array of byte codes (`_BYTE_MAP`), each text
+    followed by a separator, and where each text begins. A non-ASCII text is lowercased and split
+    first (`str.lower` and `str.split` know Unicode)."""
+    heads = (t[:TEXT_CHARS] for t in texts)
     parts = [t.encode("ascii") if t.isascii() else " ".join(t.lower().translate(_NOT_WORD).split()).encode()
-             for t in texts]
+             for t in heads]
     starts = np.zeros(len(parts), dtype=np.int64)
     np.cumsum([len(p) + 1 for p in parts[:-1]], out=starts[1:])
     return np.frombuffer((b" ".join(parts) + b" ").translate(_BYTE_MAP), dtype=np.uint8), starts
 
 
 def _finish(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: every bit of a word's polynomial hash reaches every bit."""
+    """splitmix64's finaliser: every bit of a word's sum reaches every bit of its hash."""
     x = x ^ (x >> np.uint64(30))
     x = x * np.uint64(0xBF58476D1CE4E5B9)
     x = x ^ (x >> np.uint64(27))
@@ -79,11 +59,13 @@ def _word_hashes(codes: np.ndarray, chunk_starts: np.ndarray) -> tuple[np.ndarra
     """Each word's hash and the index of the chunk it is in, in text order."""
     edges = np.flatnonzero(np.diff(codes != 0, prepend=False))  # where word and separator alternate
     first, end = edges[::2], edges[1::2]  # a word begins, then ends (the text ends in a separator)
-    up, down = _POWERS.upto(len(codes) + 1)
+    word_start = np.zeros(len(codes), dtype=np.int32)  # each byte's word's first byte (separators: any)
+    word_start[first] = first
+    np.maximum.accumulate(word_start, out=word_start)
+    place = (np.arange(len(codes), dtype=np.int32) - word_start).astype(np.uint8) & np.uint8(63)
     prefix = np.zeros(len(codes) + 1, dtype=np.uint64)
-    np.cumsum(codes * up[:-1], out=prefix[1:])
-    polynomial = (prefix[end] - prefix[first]) * down[first]  # sum of byte * BASE**offset in its word
-    hashes = _finish(polynomial ^ ((end - first).astype(np.uint64) << np.uint64(56)))
+    np.cumsum(_PLACE_KEYS.take(place) * codes, out=prefix[1:])  # a separator's code is 0: it adds nothing
+    hashes = _finish((prefix[end] - prefix[first]) ^ ((end - first).astype(np.uint64) << np.uint64(56)))
     words_before = np.searchsorted(first, chunk_starts)
     owner = np.repeat(np.arange(len(chunk_starts)), np.diff(words_before, append=len(first)))
     return hashes, owner

@@ -50,3 +50,12 @@ def test_copies_differing_in_case_spacing_or_a_word_are_shown_once():
     texts = [body, body.upper().replace(" ", "  "), body.replace("value_20 =", "other_20 ="),
              " ".join(lines[:20] + [line.replace("compute", "reduce") for line in lines[20:]]), "unrelated words"]
     assert kept(texts, 0.9) == [0, 3, 4]
+
+
+def test_a_chunk_is_measured_by_its_first_text_chars_whatever_its_length():
+    from mcp_retrieval.near_duplicates import TEXT_CHARS
+
+    head = " ".join(f"word{i}" for i in range(TEXT_CHARS // 4))[:TEXT_CHARS]
+    long_a, long_b = head + " alpha" * 200_000, head + " beta" * 200_000  # a megabyte each
+    assert similarities([long_a, long_b])[0, 1] == 1.0
+    assert kept([long_a, long_b, "other words entirely here"], 0.9) == [0, 2]
