@@ -1,7 +1,7 @@
 """Stage 6: pack the ranked pool into a token budget — a hard ceiling on the rendered text.
 
-Greedy MMR (relevance vs. redundancy, λ≈0.7) over token-shingle Jaccard — no embeddings, so it
-reproduces byte for byte; near-duplicates (Jaccard ≥ 0.9 to a chosen chunk) are dropped; chunks
+Greedy MMR (relevance vs. redundancy, λ≈0.7) over word 3-gram Jaccard (`near_duplicates`) — no
+embeddings, so it reproduces byte for byte; near-duplicates (Jaccard ≥ 0.9 to a chosen chunk) are dropped; chunks
 already delivered in the session become one-line pointer stubs; a chunk too big for what is left
 of the budget is delivered as an excerpt rather than skipped: its code without its comments and
 docstrings when that fits, else its signature plus the lines around what matched (the rest marked
@@ -24,14 +24,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mcp_retrieval import rules
+from mcp_retrieval import near_duplicates, rules
 from mcp_retrieval.doc_lines import elidable_runs
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
 
-SHINGLE = 3  # `gram_set` mixes three hashes
 EXCERPT_CONTEXT = 2  # lines kept on each side of a matching line
 MIN_EXCERPT_TOKENS = 60  # below this an excerpt says too little to be worth its header
 MAX_EXCERPT_HITS = 40
@@ -105,39 +104,6 @@ class Window:
     placed: list[Placed] = field(default_factory=list)
     text: str = ""
     tokens: int = 0
-
-
-# A chunk's shingle set costs ~12 KB with its text: 20,000 of them grew a server on sympy past
-# 850 MB in 600 questions (docs/BENCHMARKS-history.md 43c). 4,096 hold ~50 questions' pools.
-SHINGLE_CACHE = 4096
-
-
-@functools.lru_cache(maxsize=SHINGLE_CACHE)
-def shingles(text: str) -> frozenset[int]:
-    """Hashed 3-grams of the text's terms (cached: the same chunks recur across calls)."""
-    return gram_set(terms(text))
-
-
-_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F), np.uint64(0x165667B19E3779F9))
-
-
-def gram_set(words: list[str]) -> frozenset[int]:
-    """Hashed 3-grams of a word sequence (a shorter sequence is one gram). The words' own hashes
-    are mixed in numpy: a pool's chunks cost half of hashing each gram's tuple (the same sets up
-    to a collision in 2**64, so the same similarities; docs/BENCHMARKS-history.md 41a)."""
-    if len(words) < SHINGLE:
-        return frozenset({hash(tuple(words))}) if words else frozenset()
-    h = np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
-    with np.errstate(over="ignore"):
-        grams = (h[:-2] * _MIX[0]) ^ ((h[1:-1] * _MIX[1]) >> np.uint64(1)) ^ (h[2:] * _MIX[2])
-    return frozenset(grams.view(np.int64).tolist())
-
-
-def jaccard(a: frozenset[int], b: frozenset[int]) -> float:
-    if not a or not b:
-        return 0.0
-    inter = len(a & b) if len(a) < len(b) else len(b & a)
-    return inter / (len(a) + len(b) - inter)
 
 
 # --- rendering ---------------------------------------------------------------------------------
@@ -331,13 +297,14 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
     stub = {id(c): c.chunk.sha256 in delivered for c in pool}
     headers = [_piece(Placed(c, stub=stub[id(c)]), False, layout) for c in pool]
     header_cost = {id(c): n + 1 for c, n in zip(pool, budget_counts(headers))}  # + the joining newline
-    mmr = _LazyMMR(pool, {id(c): lam * (c.score / top) for c in pool}, 1 - lam)
+    mmr = _MMR(pool, [lam * (c.score / top) for c in pool], 1 - lam)
     chosen: list[Placed] = []
     seated: set[tuple[str, str]] = set()  # files in the window
     full = 0
     recounted = -1  # how many pieces were chosen when what is left was last counted from the render
-    while mmr.pool and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
-        best, redundancy = mmr.pop_best()
+    while len(mmr) and full < max_chunks and remaining >= MIN_PIECE_TOKENS:
+        picked, redundancy = mmr.pop_best()
+        best = pool[picked]
         if redundancy >= near_duplicate:
             continue
         key = (best.root, best.chunk.path)
@@ -368,54 +335,46 @@ def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_du
         chosen.append(placed)
         seated.add(key)
         remaining -= cost
-        mmr.chose(best)
+        mmr.chose(picked)
         if not placed.stub:
             full += 1
         elif sum(p.stub for p in chosen) >= max_chunks:
-            mmr.pool = [c for c in mmr.pool if c.chunk.sha256 not in delivered]
+            mmr.close(lambda c: c.chunk.sha256 not in delivered)
     return chosen
 
 
-class _LazyMMR:
-    """Maximal marginal relevance, lazily: a candidate's value is its relevance `bound` less
-    `weight` x its largest similarity to a chosen piece, so it is at most its bound, and the pool
-    is read in order of bound until no later bound can beat the best value found. A candidate's
-    shingles and similarities are computed only when it is read: most of a pool never is, and
-    computing them for every candidate was a fifth of `context` (docs/BENCHMARKS-history.md 41a). Picks
-    exactly what the eager form picks: the highest value, ties to the earlier candidate."""
+class _MMR:
+    """Maximal marginal relevance: a candidate's value is its relevance less `weight` x its largest
+    similarity to a chosen piece; the highest value is taken next, ties to the earlier candidate.
+    The similarities are the pool's word 3-gram Jaccard, measured for the whole pool at once
+    (`near_duplicates`, the measure `packet` drops near-duplicates by; docs/BENCHMARKS.md 56i)."""
 
-    def __init__(self, pool: list[Candidate], bound: dict[int, float], weight: float):
-        self._bound, self._weight = bound, weight
-        self._place = {id(c): i for i, c in enumerate(pool)}  # rank order breaks ties
-        self.pool = sorted(pool, key=lambda c: (-bound[id(c)], self._place[id(c)]))  # read in this order
-        self._chosen: list[frozenset[int]] = []
-        self._redundancy: dict[int, tuple[float, int]] = {}  # id -> (similarity, chosen pieces read)
+    def __init__(self, pool: list[Candidate], relevance: list[float], weight: float):
+        self.candidates = list(pool)
+        self._relevance = np.array(relevance, dtype=np.float64)
+        self._weight = weight
+        self._similar = near_duplicates.similarities([c.chunk.text for c in pool])
+        self._redundancy = np.zeros(len(pool))  # largest similarity to a chosen piece
+        self._open = np.ones(len(pool), dtype=bool)
 
-    def redundancy(self, c: Candidate) -> float:
-        """The candidate's largest similarity to a chosen piece (brought up to date)."""
-        value, read = self._redundancy.get(id(c), (0.0, 0))
-        if read < len(self._chosen):
-            g = shingles(c.chunk.text)
-            for other in self._chosen[read:]:
-                value = max(value, jaccard(g, other))
-            self._redundancy[id(c)] = (value, len(self._chosen))
-        return value
+    def __len__(self) -> int:
+        return int(self._open.sum())
 
-    def pop_best(self) -> tuple[Candidate, float]:
-        """The candidate of highest value, removed from the pool, and its redundancy."""
-        best, best_value, best_redundancy = None, float("-inf"), 0.0
-        for c in self.pool:
-            if self._bound[id(c)] < best_value:
-                break
-            r = self.redundancy(c)
-            value = self._bound[id(c)] - self._weight * r
-            if value > best_value or (value == best_value and self._place[id(c)] < self._place[id(best)]):
-                best, best_value, best_redundancy = c, value, r
-        self.pool = [c for c in self.pool if c is not best]
-        return best, best_redundancy
+    def pop_best(self) -> tuple[int, float]:
+        """The open candidate of highest value (its index), closed, and its redundancy."""
+        values = np.where(self._open, self._relevance - self._weight * self._redundancy, -np.inf)
+        best = int(np.argmax(values))  # the first of equal values: the earlier candidate
+        self._open[best] = False
+        return best, float(self._redundancy[best])
 
-    def chose(self, c: Candidate) -> None:
-        self._chosen.append(shingles(c.chunk.text))
+    def chose(self, i: int) -> None:
+        np.maximum(self._redundancy, self._similar[:, i], out=self._redundancy)
+
+    def close(self, keep) -> None:
+        """Close every open candidate `keep` says no to."""
+        for i in np.flatnonzero(self._open).tolist():
+            if not keep(self.candidates[i]):
+                self._open[i] = False
 
 
 def _is_cut(placed: Placed | None) -> bool:
