@@ -368,7 +368,7 @@ class _MMR:
         return best, float(self._redundancy[best])
 
     def chose(self, i: int) -> None:
-        np.maximum(self._redundancy, self._similar[:, i], out=self._redundancy)
+        np.maximum(self._redundancy, self._similar[i], out=self._redundancy)  # symmetric: a row is a column
 
     def close(self, keep) -> None:
         """Close every open candidate `keep` says no to."""
