@@ -1,9 +1,10 @@
-"""Near-duplicate chunks of a pool, found for the whole pool at once.
+"""How alike the chunks of a pool are, measured for the whole pool at once.
 
 `packet` shows a chunk once when a copy of it (a file vendored twice, a generated twin) ranks
-above it: two chunks are near-duplicates when the Jaccard similarity of their sets of word
-3-grams reaches the threshold. Copies differ in whole words, so words are runs of ASCII letters,
-digits and `_` (a non-ASCII character stays inside its word), lowercased.
+above it, and `context`'s MMR weighs each candidate against what the window holds already
+(`assemble._MMR`, docs/BENCHMARKS.md 56i): both read the Jaccard similarity of two chunks' sets
+of word 3-grams. Copies differ in whole words, so words are runs of ASCII letters, digits and `_`
+(a non-ASCII character stays inside its word), lowercased.
 
 Measuring a pool chunk by chunk (split, hash each word, a set per chunk, set against set) was a
 quarter of a new question's `packet` time on sympy (docs/BENCHMARKS.md 56a). Here every chunk of
