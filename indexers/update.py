@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 BATCH_FILES = 200
 EMBED_BATCH = 64
 OPTIMIZE_EVERY = 4096  # vectors written between LanceDB compactions
+OPTIMIZE_BULK = 256  # a finished backlog of at least this many vectors is compacted at once
+OPTIMIZE_WRITES = 64  # else the table is compacted after this many small writes (saved files)
 # A sync that leaves more than this share of the lexical index's documents deleted (still
 # stepped over by every search and counted by BM25) rebuilds it from the store: searches on a
 # churned index ran at half speed, and its rankings drift from a fresh index's (see
@@ -81,6 +83,7 @@ class Indexer:
             if embedder is not None else None
         self.max_file_bytes = max_file_bytes
         self._since_optimize = 0
+        self._writes_since_optimize = 0
         if embedder is not None:
             self._check_vector_model(embedder.model_id)
 
@@ -265,12 +268,16 @@ class Indexer:
                 if progress:
                     progress("vectors", embedded + reused, total)
             # Each upsert is a LanceDB version and fragment; the background loop calls this a few
-            # batches at a time, so compaction is counted across calls, not per call.
+            # batches at a time, so compaction is counted across calls, not per call. A finished
+            # backlog compacts what a bulk pass wrote; a saved file's few vectors wait for
+            # OPTIMIZE_WRITES more (compacting after each save was 60 of its 115 ms on sympy).
             self._since_optimize += embedded + reused
+            self._writes_since_optimize += bool(embedded + reused)
             backlog_done = not self.store.counts()["vectors_pending"]
-            if self._since_optimize >= OPTIMIZE_EVERY or (backlog_done and self._since_optimize > 0):
+            if self._since_optimize >= OPTIMIZE_EVERY or (backlog_done and self._since_optimize > 0 and (
+                    self._since_optimize >= OPTIMIZE_BULK or self._writes_since_optimize >= OPTIMIZE_WRITES)):
                 self.vectors.optimize()
-                self._since_optimize = 0
+                self._since_optimize = self._writes_since_optimize = 0
         if backlog_done and hasattr(self.embedder, "release"):
             self.embedder.release()  # the backlog is done: give the batch arena back while serving
         elif backlog_done and embedded + reused:

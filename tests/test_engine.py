@@ -385,3 +385,20 @@ def test_the_graph_is_rebuilt_after_an_index_change_once_no_question_is_being_an
     while engine._graph is before and time.monotonic() < deadline:
         time.sleep(0.05)
     assert engine._graph is not before and engine._graph.find("redeem_gift_card")
+
+
+def test_a_saved_files_vectors_are_compacted_every_few_writes_not_after_each(engine, workspace, monkeypatch):
+    from mcp_retrieval.indexers import update
+
+    monkeypatch.setattr(update, "OPTIMIZE_WRITES", 3)
+    calls = []
+    optimize = engine.indexer.vectors.optimize
+    monkeypatch.setattr(engine.indexer.vectors, "optimize", lambda: calls.append(1) or optimize())
+    cart = workspace / "src/shop/cart.py"
+    text = cart.read_text()
+    for n in range(6):
+        cart.write_text(text + f"\n\ndef saved_{n}():\n    return {n}\n")
+        engine.reindex(paths=["src/shop/cart.py"])
+        engine.indexer.embed_pending()
+    assert len(calls) == 2  # after the third and the sixth save
+    assert engine.store.counts()["vectors_pending"] == 0
