@@ -103,6 +103,8 @@ def _open_inside(root: Path, rel: str) -> int | str:
     if _KERNEL_NAMES_FDS:
         try:
             fd = os.open(root / rel, _OPEN_FLAGS)
+        except ValueError:  # a NUL in the path
+            return UNREADABLE
         except OSError as exc:
             if exc.errno != errno.ELOOP:  # vanished, permission denied, not a folder on the way
                 return UNREADABLE

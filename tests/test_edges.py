@@ -125,6 +125,7 @@ def test_the_safe_reader_refuses_links_out_fifos_and_oversized_files(tmp_path, m
     assert read_inside(root, "pipe", 1000) == NOT_REGULAR
     assert read_inside(root, "big", 1000) == TOO_LARGE
     assert read_inside(root, "gone.py", 1000) == UNREADABLE
+    assert read_inside(root, "inner.txt\x00", 1000) == UNREADABLE
 
 
 def test_stating_many_files_at_once_answers_as_one_at_a_time(tmp_path):
