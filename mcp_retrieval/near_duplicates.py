@@ -40,8 +40,8 @@ def _pool_codes(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     followed by a separator, and where each text begins. A non-ASCII text is lowercased and split
     first (`str.lower` and `str.split` know Unicode)."""
     heads = (t[:TEXT_CHARS] for t in texts)
-    parts = [t.encode("ascii") if t.isascii() else " ".join(t.lower().translate(_NOT_WORD).split()).encode()
-             for t in heads]
+    parts = [t.encode("ascii") if t.isascii()
+             else " ".join(t.lower().translate(_NOT_WORD).split()).encode("utf-8", "surrogatepass") for t in heads]
     starts = np.zeros(len(parts), dtype=np.int64)
     np.cumsum([len(p) + 1 for p in parts[:-1]], out=starts[1:])
     return np.frombuffer((b" ".join(parts) + b" ").translate(_BYTE_MAP), dtype=np.uint8), starts

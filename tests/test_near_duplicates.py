@@ -19,7 +19,8 @@ def reference_jaccard(a: str, b: str) -> float:
 
 # few words, so texts share grams; upper case, punctuation, non-ASCII letters and Unicode spaces,
 # so both the byte path (ASCII) and the `str` path (the rest) are taken
-WORDS = st.sampled_from(["def", "parse", "Parse", "x", "return", "self_value", "ünd", "Ünd", "wörd", "42", "a_b"])
+WORDS = st.sampled_from(["def", "parse", "Parse", "x", "return", "self_value", "ünd", "Ünd", "wörd", "42", "a_b",
+                         "lone\ud800"])
 SEPARATORS = st.sampled_from([" ", "\n", "(", ").", ", ", "\u00a0", "\t", "::", "\u2003"])
 TEXTS = st.lists(st.tuples(WORDS, SEPARATORS), max_size=14).map(lambda ws: "".join(w + s for w, s in ws))
 
