@@ -11,6 +11,7 @@ one bad file: the file is skipped and the reason counted.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import re
 import stat
@@ -25,6 +26,7 @@ from mcp_retrieval.indexers.listing import git_listing
 from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
 
+log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 1_000_000
 NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (figures as base64) are dropped: it may be this much larger
 
@@ -98,8 +100,24 @@ def _load_spec(root: Path, rel: str) -> _Rules | None:
     if isinstance(got, str):
         return None
     lines = got.data.decode("utf-8", errors="replace").splitlines()
-    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines)) \
-        if lines else None
+    try:
+        return _rules(lines) if lines else None
+    except Exception:  # a line pathspec cannot read (`!` alone, `[z-a]`): left out, as git leaves it
+        valid = [line for line in lines if _readable(line)]
+        log.warning("%s: %d ignore line(s) that are not patterns left out", rel, len(lines) - len(valid))
+        return _rules(valid) if valid else None
+
+
+def _rules(lines: list[str]) -> _Rules:
+    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines))
+
+
+def _readable(line: str) -> bool:
+    try:
+        _rules([line])
+        return True
+    except Exception:
+        return False
 
 
 class IgnoreRules:
@@ -126,9 +144,10 @@ class IgnoreRules:
             self._specs[rel_dir] = specs
 
     def enter_parents(self, rel_path: str) -> None:
-        """Read the ignore files of every folder on the way to `rel_path` (each once)."""
+        """Read the ignore files of every folder on the way to `rel_path`, the root and its own
+        folder included (each once)."""
         parts = rel_path.split("/")
-        for depth in range(len(parts) - 1):
+        for depth in range(len(parts)):
             rel_dir = "/".join(parts[:depth])
             if rel_dir not in self._entered:  # the Path is built only for a folder not yet read
                 self.enter(rel_dir, self.root.joinpath(*parts[:depth]))

@@ -143,3 +143,34 @@ def test_without_git_the_walk_lists_what_git_lists_on_random_trees(tmp_path):
         if {p for p in listed if not p.endswith(".gitignore")} != {e.path for e in walk(root, use_git=False)}:
             differ.append(trial)
     assert len(differ) <= 2, differ  # 0 of 200 (9 before `*` + `!*/` was read as git reads it)
+
+
+@pytest.mark.parametrize("use_git", [True, False])
+def test_an_ignore_file_with_lines_that_are_not_patterns_keeps_its_other_rules(tmp_path, use_git):
+    """`!` alone or `[z-a]` made pathspec raise and the walk with it; git leaves such lines out."""
+    (tmp_path / "sub").mkdir()
+    for rel in ("a.py", "debug.log", "sub/b.py", "sub/c.tmp"):
+        (tmp_path / rel).write_text("x = 1\n")
+    (tmp_path / ".mcp-retrieval-ignore").write_text("!\n*.log\n[z-a]\n")
+    (tmp_path / "sub" / ".gitignore").write_text("\\\n*.tmp\n")
+    assert {e.path for e in walk(tmp_path.resolve(), use_git=use_git)} == {"a.py", "sub/b.py"}
+
+
+def test_the_rules_on_the_way_to_a_path_include_its_own_folders_and_the_roots():
+    """The watcher asks of one changed path at a time: the root's and its own folder's ignore
+    files apply to it (they were read only for deeper paths)."""
+    import tempfile
+    from pathlib import Path
+
+    from mcp_retrieval.indexers.walk import IgnoreRules
+
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder).resolve()
+        (root / "sub").mkdir()
+        (root / ".gitignore").write_text("*.log\n")
+        (root / "sub" / ".gitignore").write_text("*.tmp\n")
+        rules = IgnoreRules(root)
+        for rel, ignored in (("debug.log", True), ("a.py", False), ("sub/c.tmp", True), ("sub/b.py", False),
+                             ("sub/x.log", True)):
+            rules.enter_parents(rel)
+            assert rules.ignored(rel, is_dir=False) is ignored, rel
