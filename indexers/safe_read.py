@@ -8,7 +8,6 @@ skip reason, never bytes from outside the root, a hung worker thread or an exhau
 
 from __future__ import annotations
 
-import errno
 import os
 import stat
 from collections.abc import Iterable
@@ -50,6 +49,11 @@ class FileBytes:
     mtime_ns: int
 
 
+def _inside(root: Path, real: str) -> bool:
+    """A resolved path (a string) is the root or below it."""
+    return real == str(root) or real.startswith(str(root).rstrip(os.sep) + os.sep)
+
+
 def resolve_inside(root: Path, rel: str) -> Path | str:
     """The real path of `root/rel`, or OUTSIDE_ROOT when it (or a folder on the way) links out."""
     try:
@@ -75,7 +79,6 @@ def stat_many(root: Path, rels: Iterable[str]) -> dict[str, os.stat_result | str
     """`stat_inside` of each of `rels`, each folder resolved once for the whole call (an answer's
     files share a few folders; `realpath` walks every component of every path). A file found to
     be a link is resolved whole, and the final `stat` never follows one, as in `stat_inside`."""
-    prefix = str(root).rstrip(os.sep) + os.sep
     folders: dict[str, str | None] = {}
     out: dict[str, os.stat_result | str] = {}
     for rel in rels:
@@ -92,7 +95,7 @@ def stat_many(root: Path, rels: Iterable[str]) -> dict[str, os.stat_result | str
         if real_folder is None:
             out[rel] = UNREADABLE
             continue
-        if real_folder != str(root) and not real_folder.startswith(prefix):
+        if not _inside(root, real_folder):
             out[rel] = OUTSIDE_ROOT
             continue
         try:
@@ -126,8 +129,7 @@ def _open_inside(root: Path, rel: str) -> int | str:
         try:
             st = os.fstat(ref)
             if not stat.S_ISLNK(st.st_mode):
-                real = os.readlink(f"{_FD_PATHS}/{ref}")
-                if real != str(root) and not real.startswith(str(root).rstrip(os.sep) + os.sep):
+                if not _inside(root, os.readlink(f"{_FD_PATHS}/{ref}")):
                     return OUTSIDE_ROOT
                 if not stat.S_ISREG(st.st_mode):
                     return NOT_REGULAR

@@ -164,11 +164,7 @@ class Store:
             cur = self._db.cursor()
             cur.execute("BEGIN IMMEDIATE")
             try:
-                listed = set()
-                for i in range(0, len(paths), IN_BATCH):
-                    part = paths[i: i + IN_BATCH]
-                    listed.update(r[0] for r in cur.execute(
-                        f"SELECT path FROM files WHERE path IN ({','.join('?' * len(part))})", part))
+                listed = {r[0] for r in self._rows_in("SELECT path FROM files", "path", paths)}  # in this transaction
                 for table in ("chunks", "symbols", "edges", "files"):
                     cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
                 cur.executemany(

@@ -56,6 +56,12 @@ def _finish(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
+def _mix3(a: np.ndarray, b, c) -> np.ndarray:
+    """A 3-gram's hash from its words' hashes (each multiplied by its own odd constant)."""
+    with np.errstate(over="ignore"):
+        return (a * _MIX[0]) ^ ((b * _MIX[1]) >> np.uint64(1)) ^ (c * _MIX[2])
+
+
 def _word_hashes(codes: np.ndarray, chunk_starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each word's hash and the index of the chunk it is in, in text order."""
     edges = np.flatnonzero(np.diff(codes != 0, prepend=False))  # where word and separator alternate
@@ -76,8 +82,7 @@ def gram_owners(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     """The distinct (hashed word 3-gram, chunk) pairs of the texts, sorted by gram then chunk. A
     text of one or two words is one gram; a text without words has none."""
     hashes, owner = _word_hashes(*_pool_codes(texts))
-    with np.errstate(over="ignore"):
-        grams = (hashes[:-2] * _MIX[0]) ^ ((hashes[1:-1] * _MIX[1]) >> np.uint64(1)) ^ (hashes[2:] * _MIX[2])
+    grams = _mix3(hashes[:-2], hashes[1:-1], hashes[2:])
     inside = owner[:-2] == owner[2:]
     grams, gram_owner = grams[inside], owner[:-2][inside]
     counts = np.bincount(owner, minlength=len(texts))
@@ -85,8 +90,7 @@ def gram_owners(texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
     if len(short):  # one gram of the words there are
         at = np.searchsorted(owner, short)
         second = np.where(counts[short] == 2, hashes[np.minimum(at + 1, len(hashes) - 1)], _NO_WORD[0])
-        with np.errstate(over="ignore"):
-            extra = (hashes[at] * _MIX[0]) ^ ((second * _MIX[1]) >> np.uint64(1)) ^ (_NO_WORD[1] * _MIX[2])
+        extra = _mix3(hashes[at], second, _NO_WORD[1])
         grams, gram_owner = np.concatenate([grams, extra]), np.concatenate([gram_owner, short])
     # one sort of one key: the gram's high bits above the chunk's index (a collision still 2**-48
     # or rarer), then every (gram, chunk) pair once
