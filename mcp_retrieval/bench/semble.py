@@ -6,7 +6,8 @@
 
 Each repository of `repos.json` is put at its pinned revision from its git directory under
 `--mirrors` (`owner+name/repo`, as the fetch tool lays them out; when the pinned revision is not
-in the snapshot, the snapshot's HEAD is used and the table says so), only its `benchmark_root`
+in the snapshot, the snapshot's HEAD is used and the table says so; `--tree NAME=DIR` indexes a
+folder instead, such as a release's sources when a snapshot is too large to fetch), only its `benchmark_root`
 subtree is indexed (the annotations' paths are relative to it), and each query is asked of
 `packet` for ten items. Scored with semble's NDCG@10 (`ndcg10`; the folder's README): a target is
 found at the first item whose path matches it (equal, or one ends with the other) and whose lines
@@ -63,7 +64,8 @@ def ndcg10(results: list[tuple[str, int, int]], targets: list[tuple[str, int | N
     return dcg / ideal
 
 
-def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: str = "static"):
+def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: str = "static",
+               tree: Path | None = None):
     from mcp_retrieval.bench.checkout import checkout
     from mcp_retrieval.config import Config
     from mcp_retrieval.engine import Engine
@@ -72,13 +74,16 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: s
 
     slug = repo["url"].split("github.com/")[1].removesuffix(".git").replace("/", "+")
     git_dir = mirrors / slug / "repo"
-    if not git_dir.is_dir():
+    if tree is not None:
+        note = f"tree {tree}, not the pinned revision"
+    elif not git_dir.is_dir():
         return None, "no snapshot"
-    revision, note = repo["revision"], ""
-    if rev_parse(git_dir, f"{revision}^{{commit}}") is None:
-        revision, note = "HEAD", "pinned revision not in the snapshot: HEAD used"
-    tree = work / "trees" / repo["name"]
-    checkout(git_dir, revision, tree)
+    else:
+        revision, note = repo["revision"], ""
+        if rev_parse(git_dir, f"{revision}^{{commit}}") is None:
+            revision, note = "HEAD", "pinned revision not in the snapshot: HEAD used"
+        tree = work / "trees" / repo["name"]
+        checkout(git_dir, revision, tree)
     root = tree / repo["benchmark_root"] if repo.get("benchmark_root") else tree
     embedder = embedder if vectors else "none"
     folder = {"none": "index", "minilm": "index-vec"}.get(embedder, f"index-{embedder}")
@@ -93,8 +98,8 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: s
 
 
 def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors: bool,
-             embedder: str = "static") -> dict:
-    opened, note = _open_repo(repo, mirrors, work, vectors, embedder)
+             embedder: str = "static", tree: Path | None = None) -> dict:
+    opened, note = _open_repo(repo, mirrors, work, vectors, embedder, tree)
     if opened is None:
         return {"name": repo["name"], "language": repo["language"], "skipped": note}
     engine, index_s = opened
@@ -162,7 +167,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--embedder", default="static", choices=["static", "minilm"], help="the dense tier's model")
     ap.add_argument("--only", default=None, help="comma-separated repository names")
     ap.add_argument("--out", default=None, help="per-query results as JSON lines")
+    ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
+                    help="index DIR (the repository's top folder) for NAME instead of its snapshot, "
+                         "e.g. a release's sources when the snapshot is too large to fetch")
     args = ap.parse_args(argv)
+    trees = dict(t.split("=", 1) for t in args.tree)
     data = Path(args.data)
     repos = json.loads((data / "repos.json").read_text())
     if args.only:
@@ -172,7 +181,8 @@ def main(argv: list[str]) -> int:
     results = []
     for repo in repos:
         queries = json.loads((data / "annotations" / f"{repo['name']}.json").read_text())
-        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors, args.embedder)
+        tree = Path(trees[repo["name"]]) if repo["name"] in trees else None
+        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors, args.embedder, tree)
         results.append(result)
         if "rows" in result:
             print(f"{repo['name']}: {statistics.mean(x['ndcg10'] for x in result['rows']):.3f} "
