@@ -55,16 +55,6 @@ def terms(text: str) -> list[str]:
     return out
 
 
-def compound_names(text: str) -> set[str]:
-    """The whole (lowercased) form of each compound identifier `text` writes: `read_csv`,
-    `routergroup`; not `route`, whose only term is itself."""
-    out = set()
-    for token in _IDENT.findall(text):
-        if len(token) <= MAX_TERM_LEN and len(found := _token_terms(token)) > 1:
-            out.add(found[0])
-    return out
-
-
 @functools.lru_cache(maxsize=1 << 16)
 def _token_terms(token: str) -> tuple[str, ...]:
     """One identifier's terms (itself, then its parts). Cached: a code base reuses a small

@@ -14,8 +14,7 @@ import math
 import shutil
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 
 import tantivy
@@ -41,8 +40,6 @@ def _schema() -> tantivy.Schema:
     return sb.build()
 
 
-# (question, its analysed terms and their counts) -> each term's multiplier, or None: all alike
-TermWeigh = Callable[[str, Counter], "dict[str, float] | None"]
 RECENT_QUERIES = 8  # built BM25 queries kept by text (`LexicalIndex._query`)
 STEM_FORMS = 200  # the commonest terms beginning with a word's stem that `known` stems
 
@@ -115,30 +112,27 @@ class LexicalIndex:
         log.info("lexical index rebuilt (%.0f%% of its documents were deleted) in %.1f s",
                  100 * share, time.perf_counter() - t0)
 
-    def _query(self, query: str, weigh: TermWeigh | None = None):
+    def _query(self, query: str):
         """The BM25 query for `query`, built once for the last few texts: one question is searched
         whole, then within each file it names and among the files history suggests, and building
-        it (analysing a long report's terms) cost as much as a search (BENCHMARKS 26b). `weigh`
-        gives each term a multiplier (or None: every term alike)."""
-        key = (query, weigh)
+        it (analysing a long report's terms) cost as much as a search (BENCHMARKS 26b)."""
         with self._queries_lock:
-            if key in self._queries:
-                return self._queries[key]
-        built = self._build_query(query, weigh)
+            if query in self._queries:
+                return self._queries[query]
+        built = self._build_query(query)
         with self._queries_lock:
-            self._queries[key] = built
+            self._queries[query] = built
             while len(self._queries) > RECENT_QUERIES:
                 self._queries.pop(next(iter(self._queries)))
         return built
 
-    def _build_query(self, query: str, weigh: TermWeigh | None):
+    def _build_query(self, query: str):
         counts = query_terms(query)
         if not counts:
             return None
-        multipliers = (weigh(query, counts) if weigh is not None else None) or {}
         clauses = []
         for term, count in counts.items():
-            weight = (1.0 + math.log(count)) * multipliers.get(term, 1.0)
+            weight = 1.0 + math.log(count)
             for field, boost in FIELD_BOOSTS.items():
                 q = tantivy.Query.term_query(self.schema, field, term)
                 clauses.append((tantivy.Occur.Should, tantivy.Query.boost_query(q, boost * weight)))
@@ -176,11 +170,9 @@ class LexicalIndex:
                 best[path] = hit[0][0]
         return best
 
-    def search(self, query: str, limit: int = 60, *, path: str | None = None,
-               weigh: TermWeigh | None = None) -> list[tuple[str, float]]:
-        """(chunk id, BM25 score), best first; `path` restricts the search to one file; `weigh`
-        weighs the query's terms (`mcp_retrieval.term_weights`)."""
-        query_obj = self._query(query, weigh)
+    def search(self, query: str, limit: int = 60, *, path: str | None = None) -> list[tuple[str, float]]:
+        """(chunk id, BM25 score), best first; `path` restricts the search to one file."""
+        query_obj = self._query(query)
         return [] if query_obj is None else self._run(query_obj, limit, path)
 
     def _run(self, query_obj, limit: int, path: str | None) -> list[tuple[str, float]]:

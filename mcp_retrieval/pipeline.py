@@ -72,8 +72,7 @@ def rank(query: str, *, config: Config, retriever: Retriever, graph_loader, rera
              else None)
     weights = fused_weights(query, title, config.tier_weights)  # a copy only when the title rule applies
     with stages.run("lexical") as st:
-        weigh_terms = rules.current().term_weights
-        ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool, weigh_terms=weigh_terms)
+        ranked["lexical"] = _merge_best(retriever.lexical_hits(q, pool)
                                         for q in [query, *understanding.more_lexical_queries])
         st["detail"] = f"{len(ranked['lexical'])} hits"
         # a pasted issue's title names its subject in a few words that the body's many words

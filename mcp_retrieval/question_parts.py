@@ -56,11 +56,6 @@ def fenced_blocks(query: str) -> list[str]:
     return [m.group(2) for m in _FENCE.finditer(query)]
 
 
-def quoted_spans(query: str) -> list[str]:
-    """Everything the question sets in backticks, as written: its fenced blocks and inline spans."""
-    return [*fenced_blocks(query), *_INLINE.findall(prose(query))]
-
-
 def question_code(query: str) -> str | None:
     """The source a question quotes, as one text: the lines of its fenced blocks and of interpreter
     prompts outside them that call, assign, define or import (not output, logs, shell or

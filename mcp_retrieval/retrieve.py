@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
-from mcp_retrieval import rules, term_weights
+from mcp_retrieval import rules
 from mcp_retrieval.indexers.embed import Embedder
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, PROSE_LANGUAGES, is_test_chunk
 from mcp_retrieval.indexers.lexical import LexicalIndex
@@ -174,9 +174,8 @@ class Retriever:
         return self._resolver
 
     # --- sources --------------------------------------------------------------------------
-    def lexical_hits(self, text: str, limit: int, *, weigh_terms: bool = False) -> list[tuple[str, float]]:
-        """BM25 hits; `weigh_terms`: a titled question's terms by the learned weights (term_weights)."""
-        return self.lexical.search(text, limit, weigh=term_weights.shipped() if weigh_terms else None)
+    def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:
+        return self.lexical.search(text, limit)
 
     def dense_hits_many(self, texts: Sequence[str], limit: int) -> list[list[tuple[str, float]]]:
         """Each text's chunks by cosine, best first (a long text: its head, `query_head`). Every

@@ -30,7 +30,6 @@ class Rules:
     read_from_imports: bool = True  # `from pkg.mod import A` read as `pkg.mod.A` (19b)
     read_options: bool = True  # `--collect-only` read as an option, found where it is declared (19b)
     located_messages: bool = True  # a quoted message found at its format string (25a)
-    term_weights: bool = True  # a titled question's words weighed by where they stand, learned (57b)
     # anchors (retrieve)
     one_word_modules_only_python: bool = True  # a bare `utils` names a module in Python only
     strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
