@@ -7,8 +7,9 @@ itself, through a throw-away empty repository whose work tree is the root (every
 negations, anchors, `**`, directory-only patterns, re-included directories). Only when git is
 not installed does the walk fall back to its own matcher (pathspec, `walk._Rules`), which is
 close but not exact: on 1,000 random trees with nested ignore files it lists what git lists in
-995 (a negation after `a/**` or `**/x/**`, a folder rule beside a negated parent; 952 before
-`*` + `!*/` was read as git reads it; docs/BENCHMARKS.md 56d).
+998 (a folder rule beside a negated parent, which pathspec reads as covering the folder's
+folders; 995 before a folder was checked without its slash, 952 before `*` + `!*/` was read as
+git reads it; docs/BENCHMARKS.md 56d, 57e).
 
 Submodules are not entered (git lists the gitlink, not its files).
 """

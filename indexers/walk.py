@@ -88,10 +88,12 @@ class _Rules:
     `!*/` for the folder itself and pruned every folder (the walk enters a folder only when it
     is not ignored, so a file's folders were checked already)."""
     files: pathspec.GitIgnoreSpec
-    folders: pathspec.PathSpec
+    folders: pathspec.PathSpec  # each folder-only line (`logs/`) without its slash: read for folders only
 
     def check(self, sub: str, is_dir: bool):
-        return (self.folders if is_dir else self.files).check_file(sub)
+        # a folder is checked by its name without the slash, as git does: with it, `deep/**`
+        # (everything inside `deep`) matched `deep/` itself and pruned files a deeper rule keeps
+        return self.folders.check_file(sub.rstrip("/")) if is_dir else self.files.check_file(sub)
 
 
 def _load_spec(root: Path, rel: str) -> _Rules | None:
@@ -109,7 +111,14 @@ def _load_spec(root: Path, rel: str) -> _Rules | None:
 
 
 def _rules(lines: list[str]) -> _Rules:
-    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", lines))
+    folder_lines = [_without_folder_slash(line) for line in lines]
+    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", folder_lines))
+
+
+def _without_folder_slash(line: str) -> str:
+    """`logs/` -> `logs`: the rules that name folders only, for the spec that checks only folders."""
+    kept = line.rstrip(" ")
+    return kept[:-1] if len(kept) > 1 and kept.endswith("/") and not kept.endswith("\\/") else line
 
 
 def _readable(line: str) -> bool:

@@ -1,3 +1,6 @@
+import shutil
+import subprocess
+
 import pytest
 
 from mcp_retrieval.indexers.walk import WalkStats, read_source, walk
@@ -113,7 +116,7 @@ def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied
 
 def test_without_git_the_walk_lists_what_git_lists_on_random_trees(tmp_path):
     """Random trees with two nested ignore files each, the built-in matcher against `git ls-files`
-    (known gaps, listing.py: a negation after `a/**`, a folder rule beside a negated parent)."""
+    (a known gap, listing.py: a folder rule beside a negated parent)."""
     import random
     import shutil
     import subprocess
@@ -143,6 +146,22 @@ def test_without_git_the_walk_lists_what_git_lists_on_random_trees(tmp_path):
         if {p for p in listed if not p.endswith(".gitignore")} != {e.path for e in walk(root, use_git=False)}:
             differ.append(trial)
     assert len(differ) <= 2, differ  # 0 of 200 (9 before `*` + `!*/` was read as git reads it)
+
+
+@pytest.mark.parametrize("use_git", [True, False])
+def test_everything_inside_a_folder_leaves_the_folder_to_its_own_rules(tmp_path, use_git):
+    """`**/deep/**` ignores what is inside `deep`, not `deep` itself: its own ignore file may keep
+    a file (the built-in matcher pruned the folder, read as `deep/`)."""
+    if use_git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tmp_path / "docs" / "deep" / "more").mkdir(parents=True)
+    (tmp_path / ".gitignore").write_text("**/deep/**\n")
+    (tmp_path / "docs" / "deep" / ".gitignore").write_text("!*.*\n")
+    for rel in ("docs/deep/keep.tmp", "docs/deep/noext", "docs/deep/more/inner.tmp", "docs/top.tmp"):
+        (tmp_path / rel).write_text("x\n")
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert {e.path for e in walk(tmp_path, use_git=use_git)} == {"docs/deep/keep.tmp", "docs/top.tmp"}
 
 
 @pytest.mark.parametrize("use_git", [True, False])
