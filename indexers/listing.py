@@ -7,9 +7,10 @@ itself, through a throw-away empty repository whose work tree is the root (every
 negations, anchors, `**`, directory-only patterns, re-included directories). Only when git is
 not installed does the walk fall back to its own matcher (pathspec, `walk._Rules`), which is
 close but not exact: on 1,000 random trees with nested ignore files it lists what git lists in
-998 (a folder rule beside a negated parent, which pathspec reads as covering the folder's
-folders; 995 before a folder was checked without its slash, 952 before `*` + `!*/` was read as
-git reads it; docs/BENCHMARKS.md 56d, 57e).
+999 (a deeper ignore file's `!docs/` brings back files inside `docs` that a rule above ignores:
+pathspec reads a rule about a folder as about its files too; 995 before folders were matched by
+their own path only, 952 before `*` + `!*/` was read as git reads it; docs/BENCHMARKS.md 56d,
+57e).
 
 Submodules are not entered (git lists the gitlink, not its files).
 """

@@ -88,12 +88,35 @@ class _Rules:
     `!*/` for the folder itself and pruned every folder (the walk enters a folder only when it
     is not ignored, so a file's folders were checked already)."""
     files: pathspec.GitIgnoreSpec
-    folders: pathspec.PathSpec  # each folder-only line (`logs/`) without its slash: read for folders only
+    folders: tuple[tuple[re.Pattern, bool], ...]  # (the rule matching that folder itself, include)
 
-    def check(self, sub: str, is_dir: bool):
-        # a folder is checked by its name without the slash, as git does: with it, `deep/**`
-        # (everything inside `deep`) matched `deep/` itself and pruned files a deeper rule keeps
-        return self.folders.check_file(sub.rstrip("/")) if is_dir else self.files.check_file(sub)
+    def check(self, sub: str, is_dir: bool) -> bool | None:
+        """True: ignored, False: kept by a negation, None: no rule matches."""
+        if not is_dir:
+            return self.files.check_file(sub).include
+        name, verdict = sub.rstrip("/"), None
+        for regex, include in self.folders:
+            if regex.match(name):
+                verdict = include
+        return verdict
+
+
+_INSIDE_OR_ITSELF = "(?:/|$)"
+
+
+def _folder_rules(lines: list[str]) -> tuple[tuple[re.Pattern, bool], ...]:
+    """Each rule as git reads it for a folder: the folder's own path, without its slash, must match
+    the rule — not a folder above it (pathspec's `docs` also matches `docs/c`, so a later `!docs/`
+    re-included `docs/c`), and `deep/**` (what is inside `deep`) does not match `deep` itself. A
+    folder-only rule (`logs/`) is read without its slash: only folders are checked here."""
+    out = []
+    for pattern in pathspec.PathSpec.from_lines("gitignore", [_without_folder_slash(x) for x in lines]).patterns:
+        if pattern.include is None or pattern.regex is None:
+            continue
+        text = pattern.regex.pattern
+        exact = re.compile(text[:-len(_INSIDE_OR_ITSELF)] + "$") if text.endswith(_INSIDE_OR_ITSELF) else pattern.regex
+        out.append((exact, pattern.include))
+    return tuple(out)
 
 
 def _load_spec(root: Path, rel: str) -> _Rules | None:
@@ -111,8 +134,7 @@ def _load_spec(root: Path, rel: str) -> _Rules | None:
 
 
 def _rules(lines: list[str]) -> _Rules:
-    folder_lines = [_without_folder_slash(line) for line in lines]
-    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), pathspec.PathSpec.from_lines("gitignore", folder_lines))
+    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), _folder_rules(lines))
 
 
 def _without_folder_slash(line: str) -> str:
@@ -171,9 +193,9 @@ class IgnoreRules:
                 continue
             sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
             for spec in specs:
-                result = spec.check(sub, is_dir)
-                if result.include is not None:
-                    verdict = result.include
+                include = spec.check(sub, is_dir)
+                if include is not None:
+                    verdict = include
         return verdict
 
 

@@ -116,7 +116,8 @@ def test_a_scoped_walk_lists_only_its_paths_with_every_ignore_rule_still_applied
 
 def test_without_git_the_walk_lists_what_git_lists_on_random_trees(tmp_path):
     """Random trees with two nested ignore files each, the built-in matcher against `git ls-files`
-    (a known gap, listing.py: a folder rule beside a negated parent)."""
+    (a known gap, listing.py: a deeper negation of a folder brings back the files of that folder
+    that a rule above ignores)."""
     import random
     import shutil
     import subprocess
@@ -162,6 +163,21 @@ def test_everything_inside_a_folder_leaves_the_folder_to_its_own_rules(tmp_path,
     if use_git:
         subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     assert {e.path for e in walk(tmp_path, use_git=use_git)} == {"docs/deep/keep.tmp", "docs/top.tmp"}
+
+
+@pytest.mark.parametrize("use_git", [True, False])
+def test_a_negated_folder_does_not_bring_back_the_folders_inside_it(tmp_path, use_git):
+    """`!docs/` keeps `docs` itself; `*/c/` still ignores `docs/c` (pathspec's `docs` also matched
+    `docs/c`, and the negation re-included it)."""
+    if use_git and shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    (tmp_path / "docs" / "c").mkdir(parents=True)
+    (tmp_path / ".gitignore").write_text("*/c/\n!docs/\n")
+    for rel in ("docs/c/y.tmp", "docs/z.tmp"):
+        (tmp_path / rel).write_text("x\n")
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    assert {e.path for e in walk(tmp_path, use_git=use_git)} == {"docs/z.tmp"}
 
 
 @pytest.mark.parametrize("use_git", [True, False])
