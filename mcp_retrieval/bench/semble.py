@@ -138,9 +138,9 @@ def summarise(repos: list[dict], published: dict) -> str:
     peers = [r["semble"] for r in done if r["semble"] is not None]
     n_q = sum(len(r["rows"]) for r in done)
     misses = sum(x["miss"] for r in done for x in r["rows"])
+    peer_mean = f"{statistics.mean(peers):.3f}" if peers else "not published"
     lines.append(f"\n**Overall** (mean over {len(done)} repositories, {n_q} queries): NDCG@10 {ours:.3f}; "
-                 f"semble on the same repositories {statistics.mean(peers):.3f}; miss {misses}/{n_q} "
-                 f"({misses / n_q:.1%})")
+                 f"semble on the same repositories {peer_mean}; miss {misses}/{n_q} ({misses / n_q:.1%})")
     by_cat = defaultdict(list)
     for r in done:
         cats = defaultdict(list)
