@@ -50,6 +50,16 @@ def test_index_status_context_packet_and_graph_from_the_shell(workspace, tmp_pat
     assert r.returncode == 2 and "query" in r.stderr
 
 
+def test_a_question_from_the_shell_sees_the_files_changed_since_the_last_run(workspace, tmp_path):
+    """No watcher runs behind the shell: each question indexes what changed first."""
+    common = ["--root", str(workspace), "--index-dir", str(tmp_path / "idx")]
+    assert run_cli("index", *common, tmp_path=tmp_path).returncode == 0
+    (workspace / "shipping.py").write_text("def parcel_tariff_for_zone(zone):\n    return zone.tariff * 2\n")
+    r = run_cli("packet", "parcel_tariff_for_zone", *common, tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "shipping.py" in r.stdout.splitlines()[1] and "fresh=true" in r.stdout.splitlines()[1]
+
+
 def test_a_missing_root_is_a_one_line_error(tmp_path):
     r = run_cli("status", "--root", str(tmp_path / "nope"), tmp_path=tmp_path)
     assert r.returncode == 2 and "not a directory" in r.stderr
