@@ -119,6 +119,15 @@ def _file_stem(path: str) -> str:
     return base if dot and base.strip(".") else name
 
 
+# Languages one code base writes as one: a C++ project's `.h` headers read as C, a TypeScript
+# project's `.tsx` components as TSX; neither is a minority language there (57h).
+_FAMILY = {"cpp": "c", "tsx": "typescript"}
+
+
+def _family(language: str) -> str:
+    return _FAMILY.get(language, language)
+
+
 _TIER_INDEX = {t: i for i, t in enumerate(TIERS)}
 _COLUMNS = {f: i for i, f in enumerate((*BASE_FEATURES, *QUESTION_FEATURES))}
 _CROSSED_COLUMNS = [_COLUMNS[f] for f in CROSSED]
@@ -141,7 +150,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     by_file: dict[tuple[str, str], list[Candidate]] = {}
     for c in candidates:
         by_file.setdefault((c.root, c.chunk.path), []).append(c)
-    languages = Counter(c.chunk.language for c in candidates[:30] if c.chunk.language not in PROSE_LANGUAGES)
+    languages = Counter(_family(c.chunk.language) for c in candidates[:30] if c.chunk.language not in PROSE_LANGUAGES)
     majority = languages.most_common(1)[0][0] if languages else ""
     best_score = {k: max(c.score for c in chunks) for k, chunks in by_file.items()}
     order = sorted(by_file, key=lambda k: -best_score[k])
@@ -174,7 +183,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
                float(is_test_chunk(path, best.chunk.symbol, best.chunk.language) and not exact),
                float(best.chunk.language in PROSE_LANGUAGES),
                float(bool(_ASIDE.search(path))),
-               float(bool(majority) and best.chunk.language != majority),
+               float(bool(majority) and _family(best.chunk.language) != majority),
                math.log1p(path.count("/")),
                _cover(qwords, _words(path.replace("/", " "))), _cover(_words(file_stem), qwords),
                symbol_cover, float(exact),
