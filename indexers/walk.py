@@ -101,7 +101,7 @@ class _Rules:
         return verdict
 
 
-_INSIDE_OR_ITSELF = "(?:/|$)"
+_INSIDE_OR_ITSELF = "(?:/|$)"  # how pathspec's regex of a rule ends: the path itself, or anything inside it
 
 
 def _folder_rules(lines: list[str]) -> tuple[tuple[re.Pattern, bool], ...]:

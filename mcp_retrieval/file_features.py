@@ -38,7 +38,7 @@ BASE_FEATURES = (
     "test",            # a test file or test definition (not one defining the identifier the question is)
     "prose",           # documentation (markdown, rst, text)
     "aside",           # under docs/, examples/, vendor/, scripts/, build/ ...
-    "minority_lang",   # not the language most of the pool is in
+    "minority_lang",   # not the language most of the pool is in (C with C++, TypeScript with TSX)
     "depth_log",       # log(1 + folders above it)
     "path_cover",      # share of the question's words its path holds
     "stem_cover",      # share of its file name's words the question holds
