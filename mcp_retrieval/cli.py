@@ -160,8 +160,9 @@ def main(argv: list[str] | None = None) -> int:
 def _bring_up_to_date(engine) -> None:
     """Before a question from the shell (no watcher runs): an empty index is built whole, vectors
     too, with a progress bar; otherwise the files changed since the last run are indexed again,
-    lexically (a walk and a stat per file: about a second on babel's 27,575 files when none
-    changed), and their vectors are left pending, as `index` reports. A server writing the same
+    lexically with the history (`Engine.sync_lexical`: a walk and a stat per file, about a second
+    on babel's 27,575 files when none changed), and their vectors are left pending, as `index`
+    reports. A server writing the same
     index keeps it current: then the question is answered from the index as it stands."""
     import sqlite3
 
@@ -171,7 +172,7 @@ def _bring_up_to_date(engine) -> None:
         engine.reindex(progress=_progress())
         return
     try:
-        engine.indexer.sync()
+        engine.sync_lexical(None)
     except IndexBusy:
         log.info("another process is writing the index: answering from it as it stands")
     except (OSError, sqlite3.Error) as exc:  # a read-only or full disk: the index as it stands still answers

@@ -264,6 +264,12 @@ class Engine:
     def sync_paths(self, paths: list[str] | None) -> None:
         """Lexical update now (the watcher calls this; None: a burst, rescan the whole root by stat),
         vectors behind. Waits only for the current embedding batch, never for the whole backlog."""
+        self.sync_lexical(paths)
+        self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing
+
+    def sync_lexical(self, paths: list[str] | None) -> None:
+        """`sync_paths` without the vectors: the files and the history up to date, the vectors of
+        what changed left pending (the shell's questions, which no background work outlives)."""
         if paths:
             self.pending_paths.update(paths)
         with self._work_lock:
@@ -277,7 +283,6 @@ class Engine:
             finally:
                 self.indexing = False
         self.update_history()  # a pull or checkout moves HEAD along with the files
-        self.start_background([])  # embeds whatever is pending; an empty scope syncs nothing
 
     # --- tools ----------------------------------------------------------------------------------
     @rules.enforced(lambda self: self.config.rules)
