@@ -85,7 +85,9 @@ def test_structured_content_validates_against_the_output_schema_and_leaves_out_n
              ("context", {"query": "zzqx flurble wibbleton"}),
              ("packet", {"query": "apply_discount"}),
              ("query_graph", {"node": "apply_discount"}),
-             ("query_graph", {"node": "src/shop/pricing.py", "relation": "history"})]
+             ("query_graph", {"node": "src/shop/pricing.py", "relation": "history"}),
+             ("context", {"query": "apply_discount", "debug": True}),  # the evidence fields, some null
+             ("packet", {"query": "apply_discount", "debug": True})]
 
     async def go():
         async with Client(build_server(engine)) as client:
@@ -93,9 +95,9 @@ def test_structured_content_validates_against_the_output_schema_and_leaves_out_n
             return [(tools[name], (await client.call_tool(name, args)).structured_content) for name, args in calls]
 
     results = anyio.run(go)
-    for tool, data in results:
+    for (_, args), (tool, data) in zip(calls, results):
         jsonschema.validate(data, tool.output_schema)
-        assert "debug" not in data, tool.name
+        assert ("debug" in data) == bool(args.get("debug")), tool.name
         assert data.get("know") is None or "miss" not in data
     know, miss = results[0][1], results[1][1]
     assert know["know"]["found"] and know["chunks"]

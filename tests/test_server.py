@@ -10,7 +10,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from mcp_retrieval.indexers.tokens import budget_tokens
-from mcp_retrieval.server import build_server
+from mcp_retrieval.server import build_server, compact_output_schema
 
 
 def run(coro_fn, *args):
@@ -124,3 +124,37 @@ def test_reindex_sends_progress_notifications_when_the_client_asks(workspace, tm
     run(go)
     eng.close()
     assert seen and seen[-1][0] == seen[-1][1]
+
+
+def test_compact_output_schemas_accept_and_refuse_what_the_full_ones_do():
+    """The listed output schema drops defaults and docstrings and writes `anyOf [X, null]` as a
+    type list; a field named like a keyword stays a field, and an enum still refuses null."""
+    import jsonschema
+    from typing import Literal
+    from pydantic import BaseModel
+
+    class Inner(BaseModel):
+        """Notes for this code's readers."""
+        n: int | None = None
+
+    class Out(BaseModel):
+        default: str | None = None
+        title: int = 0
+        state: Literal["a", "b"] | None = None
+        tags: list[str] | None = None
+        inner: Inner | None = None
+
+    full = Out.model_json_schema()
+    small = compact_output_schema(full)
+    assert len(json.dumps(small)) < len(json.dumps(full))
+    assert set(small["properties"]) == {"default", "title", "state", "tags", "inner"}
+    assert "Notes" not in json.dumps(small) and '"default": null' not in json.dumps(small)
+    good = [{}, {"default": None, "title": 3, "state": "a", "tags": None, "inner": {"n": None}},
+            {"tags": ["x"], "inner": None, "state": None}]
+    bad = [{"title": None}, {"state": "c"}, {"tags": [1]}, {"inner": {"n": "x"}}, {"default": 1}]
+    for doc in good:
+        jsonschema.validate(doc, full), jsonschema.validate(doc, small)
+    for doc in bad:
+        for schema in (full, small):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(doc, schema)
