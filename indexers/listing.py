@@ -5,12 +5,11 @@ Inside a git work tree: the tracked files plus the untracked ones no ignore rule
 itself, through a throw-away empty repository whose work tree is the root (every file is then
 "untracked", and `--exclude-standard` reads the root's `.gitignore` files exactly as git would:
 negations, anchors, `**`, directory-only patterns, re-included directories). Only when git is
-not installed does the walk fall back to its own matcher (pathspec, `walk._Rules`), which is
-close but not exact: on 1,000 random trees with nested ignore files it lists what git lists in
-999 (a deeper ignore file's `!docs/` brings back files inside `docs` that a rule above ignores:
-pathspec reads a rule about a folder as about its files too; 995 before folders were matched by
-their own path only, 952 before `*` + `!*/` was read as git reads it; docs/BENCHMARKS.md 56d,
-57e).
+not installed does the walk fall back to its own matcher (pathspec's patterns, each matched as
+git matches it, `walk._Rules`): on 1,000 random trees with nested ignore files it lists what git
+lists in all of them, and the watcher's check of one changed path agrees with it (995 before
+folders were matched by their own path only, 952 before `*` + `!*/` was read as git reads it;
+the watcher's single-path check differed on 35; docs/BENCHMARKS.md 56d, 57e, 58c).
 
 Submodules are not entered (git lists the gitlink, not its files).
 """

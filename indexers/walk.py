@@ -80,23 +80,23 @@ class WalkStats:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
-@dataclass(frozen=True)
 class _Rules:
-    """One ignore file's rules, read two ways. A file is checked by `GitIgnoreSpec` (a negation
-    that matches only the file's folder does not bring the file back, as in git). A folder is
-    checked by the plain rules, the last match deciding: GitIgnoreSpec let `*` outrank a later
-    `!*/` for the folder itself and pruned every folder (the walk enters a folder only when it
-    is not ignored, so a file's folders were checked already)."""
-    files: pathspec.GitIgnoreSpec
-    folders: tuple[tuple[re.Pattern, bool], ...]  # (the rule matching that folder itself, include)
+    """One ignore file's rules, each matched as git matches it: against the whole path of the file
+    or folder being checked (below the ignore file's folder), the last matching rule deciding. A
+    rule that names only folders (`logs/`) is not a file rule: what lies inside an ignored folder
+    is ignored through that folder (`IgnoreRules.ignored`), which is also why a negation cannot
+    bring a file back out of one. (pathspec's own reading matches a rule against a path's leading
+    folders too, so `!docs/` re-included every file inside `docs`.)"""
+
+    def __init__(self, lines: list[str]):
+        self.files = _exact_rules(line for line in lines if _without_folder_slash(line) == line)
+        self.folders = _exact_rules(_without_folder_slash(line) for line in lines)
 
     def check(self, sub: str, is_dir: bool) -> bool | None:
         """True: ignored, False: kept by a negation, None: no rule matches."""
-        if not is_dir:
-            return self.files.check_file(sub).include
-        name, verdict = sub.rstrip("/"), None
-        for regex, include in self.folders:
-            if regex.match(name):
+        verdict = None
+        for regex, include in self.folders if is_dir else self.files:
+            if regex.match(sub):
                 verdict = include
         return verdict
 
@@ -104,13 +104,12 @@ class _Rules:
 _INSIDE_OR_ITSELF = "(?:/|$)"  # how pathspec's regex of a rule ends: the path itself, or anything inside it
 
 
-def _folder_rules(lines: list[str]) -> tuple[tuple[re.Pattern, bool], ...]:
-    """Each rule as git reads it for a folder: the folder's own path, without its slash, must match
-    the rule — not a folder above it (pathspec's `docs` also matches `docs/c`, so a later `!docs/`
-    re-included `docs/c`), and `deep/**` (what is inside `deep`) does not match `deep` itself. A
-    folder-only rule (`logs/`) is read without its slash: only folders are checked here."""
+def _exact_rules(lines) -> tuple[tuple[re.Pattern, bool], ...]:
+    """Each rule as a regex for one whole path: pathspec's `docs` also matches `docs/c` (so a later
+    `!docs/` re-included `docs/c`) and `deep/**` is read as what is inside `deep`, not `deep`
+    itself. (`foo/**` stays a prefix: git matches it against every path inside `foo`.)"""
     out = []
-    for pattern in pathspec.PathSpec.from_lines("gitignore", [_without_folder_slash(x) for x in lines]).patterns:
+    for pattern in pathspec.PathSpec.from_lines("gitignore", list(lines)).patterns:
         if pattern.include is None or pattern.regex is None:
             continue
         text = pattern.regex.pattern
@@ -134,11 +133,11 @@ def _load_spec(root: Path, rel: str) -> _Rules | None:
 
 
 def _rules(lines: list[str]) -> _Rules:
-    return _Rules(pathspec.GitIgnoreSpec.from_lines(lines), _folder_rules(lines))
+    return _Rules(lines)
 
 
 def _without_folder_slash(line: str) -> str:
-    """`logs/` -> `logs`: the rules that name folders only, for the spec that checks only folders."""
+    """`logs/` -> `logs`: a rule that names folders only, read for the checks of folders."""
     kept = line.rstrip(" ")
     return kept[:-1] if len(kept) > 1 and kept.endswith("/") and not kept.endswith("\\/") else line
 
@@ -162,6 +161,7 @@ class IgnoreRules:
         spec = _load_spec(root, ".git/info/exclude") if git_exclude else None
         self._specs: dict[str, list[_Rules]] = {"": [spec] if spec else []}
         self._entered: set[str] = set()
+        self._folders: dict[str, bool] = {}  # folder -> it or a folder above it is ignored (`_folder_out`)
 
     def enter(self, rel_dir: str, abs_dir: Path) -> None:
         if rel_dir in self._entered:
@@ -184,14 +184,29 @@ class IgnoreRules:
                 self.enter(rel_dir, self.root.joinpath(*parts[:depth]))
 
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
+        """As git: inside an ignored folder, whatever the rules say of the path itself; else the
+        deepest ignore file's last matching rule. The folders of `rel_path` must have been entered."""
+        return self._folder_out(rel_path.rpartition("/")[0]) or self._verdict(rel_path, is_dir)
+
+    def _folder_out(self, rel_dir: str) -> bool:
+        """Whether `rel_dir` or a folder above it is ignored (kept per folder: every file of a
+        folder asks, and the git-listed walk and the watcher meet its files one by one)."""
+        if not rel_dir:
+            return False
+        out = self._folders.get(rel_dir)
+        if out is None:
+            out = self._folder_out(rel_dir.rpartition("/")[0]) or self._verdict(rel_dir, True)
+            self._folders[rel_dir] = out
+        return out
+
+    def _verdict(self, rel_path: str, is_dir: bool) -> bool:
         verdict = False
         parts = rel_path.split("/")
         for depth in range(len(parts)):
-            base = "/".join(parts[:depth])
-            specs = self._specs.get(base)
+            specs = self._specs.get("/".join(parts[:depth]))
             if not specs:
                 continue
-            sub = "/".join(parts[depth:]) + ("/" if is_dir else "")
+            sub = "/".join(parts[depth:])
             for spec in specs:
                 include = spec.check(sub, is_dir)
                 if include is not None:
