@@ -44,6 +44,8 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(SEED)
     rng = np.random.default_rng(SEED)
     pairs = [json.loads(line) for line in Path(args.pairs).read_text(encoding="utf-8").splitlines() if line]
+    for p in pairs:  # the documentation miner names a repository `owner+name`, the commit miner `owner/name`
+        p["repo"] = p["repo"].replace("+", "/")
     repos = sorted({p["repo"] for p in pairs})
     held_repos = set(rng.choice(repos, max(1, len(repos) // 10), replace=False).tolist())
     q_ids = tokenize_batch([p["query"] for p in pairs])
