@@ -252,6 +252,12 @@ def main(argv: list[str]) -> int:
     figures = {"hand_set": report(records, baseline, "hand-set file score"),
                "learned_cross_validated": report(records, by_temperature[temperature],
                                                  f"learned (temperature {temperature:g}), {FOLDS} folds")}
+    # each fold's own held-out figures: how far apart folds of one model lie is the noise a
+    # feature's change must clear (docs/BENCHMARKS.md, "The learned file ranker, cross-validated")
+    figures["by_fold"] = [report([records[i] for i in idx], [by_temperature[temperature][i] for i in idx],
+                                 f"fold {fold} ({len({records[i]['repo'] for i in idx})} repositories)")
+                          for fold in range(FOLDS)
+                          if (idx := [i for i, r in enumerate(records) if fold_of(r["repo"]) == fold])]
     if args.shipped:
         figures["shipped"] = report(records, [evaluate(r, shipped()) for r in records], "shipped weights")
     if args.boosted:
