@@ -35,3 +35,5 @@ def test_dense_pools_are_reported_apart_and_scored_without_training(tmp_path, ca
     assert set(figures) == {"commits", "commits+static"}
     assert figures["commits+static"]["questions"] == n
     assert "commits+static" in capsys.readouterr().err
+    by_fold = model["figures"]["by_fold"]  # each fold's own held-out figures, every question in one fold
+    assert sum(fold["commits"]["questions"] for fold in by_fold) == n
