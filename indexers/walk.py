@@ -186,7 +186,9 @@ class IgnoreRules:
     def ignored(self, rel_path: str, is_dir: bool) -> bool:
         """As git: inside an ignored folder, whatever the rules say of the path itself; else the
         deepest ignore file's last matching rule. The folders of `rel_path` must have been entered."""
-        return self._folder_out(rel_path.rpartition("/")[0]) or self._verdict(rel_path, is_dir)
+        if is_dir:
+            return self._folder_out(rel_path)  # the walk's verdict on a folder, kept for its files
+        return self._folder_out(rel_path.rpartition("/")[0]) or self._verdict(rel_path, False)
 
     def _folder_out(self, rel_dir: str) -> bool:
         """Whether `rel_dir` or a folder above it is ignored (kept per folder: every file of a
