@@ -11,6 +11,7 @@ is no longer in the store are filtered by the caller.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Sequence
@@ -93,6 +94,16 @@ def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+def lancedb_module():
+    """`lancedb`, imported on first use (its import costs about a second) with its Rust log at
+    errors only unless `LANCEDB_LOG` says otherwise: its warnings ("No existing dataset at …, it
+    will be created" on every new index) reach stderr unformatted and report nothing wrong."""
+    os.environ.setdefault("LANCEDB_LOG", "error")
+    import lancedb
+
+    return lancedb
+
+
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0, 1.0, norms)
@@ -100,8 +111,7 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
 
 class VectorIndex:
     def __init__(self, directory: Path, dim: int, ann_min_rows: int = ANN_MIN_ROWS):
-        import lancedb
-
+        lancedb = lancedb_module()
         one_blas_thread()
         directory.mkdir(parents=True, exist_ok=True)
         self.dim = dim

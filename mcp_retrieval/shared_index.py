@@ -51,7 +51,7 @@ import pyarrow as pa
 
 from mcp_retrieval.indexers.embed import EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.listing import git_output, rev_parse
-from mcp_retrieval.indexers.vectors import TABLE
+from mcp_retrieval.indexers.vectors import TABLE, lancedb_module
 
 log = logging.getLogger(__name__)
 OBJECTS = ("index.db", "history.db", "tantivy.tar")
@@ -125,9 +125,7 @@ def lance_options() -> dict[str, str]:
 
 
 def _lance(uri: str):
-    import lancedb
-
-    return lancedb.connect(uri, storage_options=lance_options())
+    return lancedb_module().connect(uri, storage_options=lance_options())
 
 
 # --- identity ----------------------------------------------------------------------------------
@@ -367,10 +365,8 @@ def restore(manifest: dict, key: str, index_dir: Path, cancel: _Cancel | None = 
         with tarfile.open(staging / "tantivy.tar") as tar:
             tar.extractall(staging, filter="data")
         if manifest.get("vectors"):
-            import lancedb
-
             table = _lance("s3://" + key + "/lance").open_table(TABLE).to_arrow()
-            lancedb.connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
+            lancedb_module().connect(str(staging / "lance")).create_table(TABLE, data=table, mode="overwrite")
         with cancel.lock if cancel else contextlib.nullcontext():
             if cancel and cancel.cancelled:
                 raise StoreError("abandoned: the caller stopped waiting")

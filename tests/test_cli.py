@@ -28,7 +28,8 @@ def test_the_readme_gives_exactly_two_setup_commands():
 
 
 def run_cli(*args, env_extra=None, tmp_path):
-    env = {"MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none", "PATH": "/usr/bin:/bin"}
+    env = {"MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none", "PATH": "/usr/bin:/bin",
+           **(env_extra or {})}
     return subprocess.run([sys.executable, "-m", "mcp_retrieval", *args], capture_output=True, text=True, env=env,
                           timeout=300)
 
@@ -48,6 +49,15 @@ def test_index_status_context_packet_and_graph_from_the_shell(workspace, tmp_pat
     assert "Cart.total" in r.stdout
     r = run_cli("context", "", *common, tmp_path=tmp_path)
     assert r.returncode == 2 and "query" in r.stderr
+
+
+def test_a_new_index_with_vectors_says_nothing_on_stderr(workspace, tmp_path):
+    """LanceDB's own log would report every new table ("No existing dataset at …") on stderr."""
+    common = ["--root", str(workspace), "--index-dir", str(tmp_path / "idx")]
+    r = run_cli("index", *common, env_extra={"MCP_RETRIEVAL_EMBEDDER": "static"}, tmp_path=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["files_changed"] >= 8
+    assert "lance" not in r.stderr.lower(), r.stderr
 
 
 def test_a_question_from_the_shell_sees_the_files_changed_since_the_last_run(workspace, tmp_path):
