@@ -39,6 +39,12 @@ from mcp_retrieval.validate import BadRequest, check_int, check_paths, check_que
 HISTORY_RELATIONS = ("history", "changed_with")  # read from the history index, not the code graph
 log = logging.getLogger("mcp_retrieval")
 VERSION = "0.1.0"
+# A question that arrives while the first index of an empty store is being built waits this long
+# for it: most repositories are indexed lexically within it (a few hundred files in about a
+# second, sympy's 2,000 in 17-25 s), and an agent's first question, sent as the server starts,
+# gets an answer instead of a `miss: indexing` that costs it a turn. Past it, whatever is
+# committed answers (`index.state` says `indexing`), or the miss if nothing is yet.
+FIRST_INDEX_WAIT_S = 10.0
 TASKS = ("explain", "edit", "debug", "review")
 __all__ = ["BadRequest", "Engine"]
 
@@ -78,6 +84,8 @@ class Engine:
         self._stop = threading.Event()
         self.pending_paths: set[str] = set()
         self.indexing = False
+        self._first_index = threading.Event()  # clear only while an empty store's first sync runs
+        self._first_index.set()
 
     # --- set-up -------------------------------------------------------------------------------
     def _open_history(self) -> History:
@@ -230,6 +238,9 @@ class Engine:
                 self.pending_paths.update(paths)
             return
 
+        if self.store.counts()["chunks"] == 0:
+            self._first_index.clear()
+
         def work() -> None:
             try:
                 with self._work_lock:
@@ -238,6 +249,7 @@ class Engine:
                         self.indexer.sync(paths, full=full, should_stop=self._stop.is_set)
                     finally:
                         self.indexing = False
+                        self._first_index.set()  # built or failed: no question waits on it any more
                 self.update_history()
                 while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
                     with self._work_lock:
@@ -301,7 +313,12 @@ class Engine:
         return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
                              ranked.understanding.more_lexical_queries, known=known)
 
+    def await_first_index(self) -> None:
+        """Wait (at most FIRST_INDEX_WAIT_S) for the first index of an empty store to be built."""
+        self._first_index.wait(FIRST_INDEX_WAIT_S)
+
     def _empty_miss(self) -> Miss | None:
+        self.await_first_index()
         counts = self.store.counts()
         if counts["chunks"] == 0:
             reason = "indexing" if self.indexing else "empty_index"
@@ -354,7 +371,11 @@ class Engine:
         kinds = ("function", "class", "method", "module", "file")
         if kind is not None and kind not in kinds:
             raise BadRequest(f"kind must be one of {', '.join(kinds)} or omitted; got {kind!r}")
+        self.await_first_index()
         graph, starts = self.graph_starts(node, relation)
+        if not starts and self.indexing and self.store.counts()["chunks"] == 0:
+            return GraphResult(miss=Miss(reason="indexing", escalate_to="reindex",
+                                         detail="the index is being built; retry shortly"))
         if not starts:
             ref = _relative_ref(node.strip(), self.config.root)
             return GraphResult(miss=Miss(reason="not_found", escalate_to="grep",
