@@ -103,11 +103,13 @@ def distinct_first(order: list[FileKey], scores: dict[FileKey, float], chunks: d
     """Each file's best chunk at its file's place; its n-th further chunk at FURTHER_CHUNK_SHARE**n
     of the file's score, so it waits behind the other files scoring near its file (a question
     about one file, whose score stands far above the rest, still gets that file's chunks first).
-    Beyond `per_file` chunks a file waits until every file has had its turn."""
+    Beyond `per_file` chunks a file waits until every file has had its turn. Each candidate's
+    `standing` is the score its place was given."""
     place = {key: i for i, key in enumerate(order)}
     head, rest = [], []
     for key in order:
         for n, c in enumerate(chunks[key]):
-            (head if n < per_file else rest).append((scores[key] * FURTHER_CHUNK_SHARE ** n, -place[key], n, c))
+            c.standing = scores[key] * FURTHER_CHUNK_SHARE ** n
+            (head if n < per_file else rest).append((c.standing, -place[key], n, c))
     head.sort(key=lambda t: (-t[0], -t[1], t[2]))
     return [t[3] for t in head] + [t[3] for t in sorted(rest, key=lambda t: (-t[1], t[2]))]

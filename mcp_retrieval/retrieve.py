@@ -50,6 +50,9 @@ class Candidate:
     shared: float = 0.0
     inherited: float = 0.0
     cap: float | None = None
+    # `packet`'s file order (file_rank.distinct_first): its file's score, halved for each further
+    # chunk of the file before it; what an item's confidence reads, so it falls down the list
+    standing: float | None = None
 
     def __post_init__(self) -> None:
         if self.base is None:

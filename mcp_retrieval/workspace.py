@@ -385,10 +385,13 @@ class Workspace:
                     checked = by_root[root].freshness.check([c.chunk.path for c in head if c.root == root])
                     fresh.update({(root, path): state for path, state in checked.items()})
                 st["detail"] = f"{sum(v != Fresh.FRESH for v in fresh.values())} stale"
-            top = max((c.score for c in head), default=0.0) or 1.0  # file order is not score order
+            # an item's confidence is the answer's, scaled by its place's standing in the file order
+            # (its file's score against the first file's, halved for a file's further chunks), so
+            # it never rises down the list and a file ranked low is not `trust`ed for a high chunk score
+            top = max((c.standing or 0.0 for c in head), default=0.0) or 1.0
             for c in head:
                 state = fresh[(c.root, c.chunk.path)]
-                conf = round(_packet_confidence(outcome) * (c.score / top), 3)
+                conf = round(_packet_confidence(outcome) * min(1.0, (c.standing or 0.0) / top), 3)
                 action = "refresh" if state != Fresh.FRESH else \
                     "reread" if task in ("edit", "debug") or conf < 0.5 else "trust"
                 items.append(PacketItem(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line,

@@ -438,3 +438,13 @@ def test_a_graph_question_during_a_first_index_that_outlasts_the_wait_says_index
         assert Workspace.single(eng).packet("apply_discount").miss.reason == "indexing"
     finally:
         eng.close()
+
+
+@pytest.mark.parametrize("query", ["how are discounts documented", "shipping price express parcels", "handleCheckout"])
+def test_packet_confidence_falls_down_the_list_from_the_answers(engine, query):
+    """Items come in the file ranker's order; their confidence follows that order (it read the
+    chunk's own score before: a doc chunk ninth stood above the first item, and `trust`ed)."""
+    r = Workspace.single(engine).packet(query)
+    confidences = [i.confidence for i in r.items]
+    assert confidences == sorted(confidences, reverse=True), confidences
+    assert r.know is not None and confidences[0] == round(r.know.confidence, 3)
