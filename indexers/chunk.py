@@ -24,8 +24,10 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk; C/C++
 # definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers. 6: a
 # Kotlin extension function is named with its receiver (`String.toSlug`); a Haskell signature no
-# equation follows (a class method) is a definition.
-CHUNKER_VERSION = "6"
+# equation follows (a class method) is a definition. (7: a trial, docs/BENCHMARKS.md 59e.) 8: C
+# directives (`#include`, `#define`) are not comments: a file's banner and includes no longer join
+# its first function.
+CHUNKER_VERSION = "8"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -117,7 +119,7 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
     for seg in segs:
         if seg.start > cursor:  # uncovered lines: imports and statements, or only comments
             gap = [line.strip() for line in lines[cursor: seg.start]]
-            if all(not g or g.startswith(_COMMENT_PREFIXES) for g in gap):
+            if all(not g or _is_comment(g) for g in gap):
                 nonblank = [i for i, g in enumerate(gap) if g]
                 if nonblank:  # leading comments belong to the definition they precede
                     seg.start = cursor + nonblank[0]
@@ -142,6 +144,15 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
         else:
             merged.append(seg)
     return merged
+
+
+# `#if` is a C directive, `# if` a comment (Python, shell, Ruby)
+_DIRECTIVE = re.compile(r"#(include|define|undef|if|ifdef|ifndef|elif|else|endif|pragma|import|error|line)\b")
+
+
+def _is_comment(line: str) -> bool:
+    """A comment line (stripped), not a C preprocessor directive (which starts with `#` too)."""
+    return line.startswith(_COMMENT_PREFIXES) and not _DIRECTIVE.match(line)
 
 
 def _same_definition(prev: _Seg, seg: _Seg) -> bool:

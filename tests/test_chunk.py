@@ -78,3 +78,17 @@ def test_typescript_namespaces_and_ambient_modules_name_their_members():
             f"  export class Rule {{}}\n}}\ndeclare module \"express\" {{\n  interface Request {{ user?: string }}\n}}\n")
     symbols = {c.symbol for c in chunk_file("src/validation.ts", text, "typescript")}
     assert "Validation.isEmail" in symbols, symbols
+
+
+def test_a_c_files_banner_and_includes_are_not_its_first_functions_comments():
+    """`#include` starts with `#` as a comment does in Python; a directive is code, so the banner and
+    the includes above a C file's first function stay out of its chunk. Comments alone still go
+    with the definition below them (`# if` is a comment, `#if` a directive)."""
+    banner = "/*" + "\n * Copyright (C) the authors; see the license file." * 20 + "\n */\n"
+    c = banner + '#include "curl_setup.h"\n#include "urldata.h"\n#include "connect.h"\n\n' \
+        "int alpn_id(const char *name, size_t len)\n{\n" + "  if(len == 2) return 2;\n" * 30 + "  return 0;\n}\n"
+    first = next(ch for ch in chunk_file("lib/connect.c", c, "c") if ch.symbol == "alpn_id")
+    assert first.text.startswith("int alpn_id") and "Copyright" not in first.text
+    py = "# if the cache is cold, build it first\n# (the walk is slow)\ndef warm(cache):\n" + "    cache.fill()\n" * 40
+    warm = next(ch for ch in chunk_file("cache.py", py, "python") if ch.symbol == "warm")
+    assert warm.text.startswith("# if the cache is cold")

@@ -171,7 +171,11 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tool", choices=("packet", "context"), default="packet")
     ap.add_argument("--budgets", default="1000,4000", help="context windows' budgets")
     ap.add_argument("--per-repo", type=int, default=None)
-    ap.add_argument("--dense", action="store_true", help="embed source chunks (default: no vectors, fast)")
+    ap.add_argument("--dense", action="store_true",
+                    help="embed every chunk, as the server does (default: no vectors, fast)")
+    ap.add_argument("--dense-code-only", action="store_true",
+                    help="with --dense, embed only non-test source chunks (before session 55 --dense did; a "
+                         "reused work folder then also holds whatever vectors its cache restores: 59f)")
     ap.add_argument("--embedder", choices=("static", "minilm"), default="static", help="the dense tier's model, with --dense")
     ap.add_argument("--out", default=None, help="per-question results as JSON lines")
     args = ap.parse_args(argv)
@@ -189,7 +193,8 @@ def main(argv: list[str]) -> int:
     out = open(args.out, "w") if args.out else None
     try:
         for row, engine, _, _, _ in opened_instances(rows, repos, work, engines, no_dense=not args.dense,
-                                                     max_priority=0 if args.dense else None, embedder=args.embedder):
+                                                     max_priority=0 if args.dense_code_only else None,
+                                                     embedder=args.embedder):
             if args.tool == "context":
                 engine.graph(wait=True)  # as a server up a while: graph fusion reads the graph
             result = {"instance_id": row["instance_id"], "repo": row["repo"]}
