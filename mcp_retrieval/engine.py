@@ -313,12 +313,10 @@ class Engine:
         return decide.gather(query, candidates, ranked.anchor_ids, set(ranked.anchored_files),
                              ranked.understanding.more_lexical_queries, known=known)
 
-    def await_first_index(self) -> None:
-        """Wait (at most FIRST_INDEX_WAIT_S) for the first index of an empty store to be built."""
-        self._first_index.wait(FIRST_INDEX_WAIT_S)
-
     def _empty_miss(self) -> Miss | None:
-        self.await_first_index()
+        """The miss of a question the index cannot answer yet: nothing indexed. The first index of
+        an empty store is waited for first (at most FIRST_INDEX_WAIT_S)."""
+        self._first_index.wait(FIRST_INDEX_WAIT_S)
         counts = self.store.counts()
         if counts["chunks"] == 0:
             reason = "indexing" if self.indexing else "empty_index"
@@ -371,11 +369,9 @@ class Engine:
         kinds = ("function", "class", "method", "module", "file")
         if kind is not None and kind not in kinds:
             raise BadRequest(f"kind must be one of {', '.join(kinds)} or omitted; got {kind!r}")
-        self.await_first_index()
+        if (miss := self._empty_miss()) is not None and miss.reason == "indexing":
+            return GraphResult(miss=miss)  # (an empty index that is not being built: not_found below)
         graph, starts = self.graph_starts(node, relation)
-        if not starts and self.indexing and self.store.counts()["chunks"] == 0:
-            return GraphResult(miss=Miss(reason="indexing", escalate_to="reindex",
-                                         detail="the index is being built; retry shortly"))
         if not starts:
             ref = _relative_ref(node.strip(), self.config.root)
             return GraphResult(miss=Miss(reason="not_found", escalate_to="grep",
