@@ -125,15 +125,11 @@ def _load_spec(root: Path, rel: str) -> _Rules | None:
         return None
     lines = got.data.decode("utf-8", errors="replace").splitlines()
     try:
-        return _rules(lines) if lines else None
+        return _Rules(lines) if lines else None
     except Exception:  # a line pathspec cannot read (`!` alone, `[z-a]`): left out, as git leaves it
         valid = [line for line in lines if _readable(line)]
         log.warning("%s: %d ignore line(s) that are not patterns left out", rel, len(lines) - len(valid))
-        return _rules(valid) if valid else None
-
-
-def _rules(lines: list[str]) -> _Rules:
-    return _Rules(lines)
+        return _Rules(valid) if valid else None
 
 
 def _without_folder_slash(line: str) -> str:
@@ -144,7 +140,7 @@ def _without_folder_slash(line: str) -> str:
 
 def _readable(line: str) -> bool:
     try:
-        _rules([line])
+        _Rules([line])
         return True
     except Exception:
         return False

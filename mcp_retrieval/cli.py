@@ -162,8 +162,8 @@ def _bring_up_to_date(engine) -> None:
     too, with a progress bar; otherwise the files changed since the last run are indexed again,
     lexically with the history (`Engine.sync_lexical`: a walk and a stat per file, about a second
     on babel's 27,575 files when none changed), and their vectors are left pending, as `index`
-    reports. A server writing the same
-    index keeps it current: then the question is answered from the index as it stands."""
+    reports. A server writing the same index keeps it current: then the question is answered from
+    the index as it stands."""
     import sqlite3
 
     from mcp_retrieval.indexers.locks import IndexBusy

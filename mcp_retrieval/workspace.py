@@ -391,7 +391,7 @@ class Workspace:
             top = max((c.standing or 0.0 for c in head), default=0.0) or 1.0
             for c in head:
                 state = fresh[(c.root, c.chunk.path)]
-                conf = round(_packet_confidence(outcome) * min(1.0, (c.standing or 0.0) / top), 3)
+                conf = round(_packet_confidence(outcome) * (c.standing or 0.0) / top, 3)
                 action = "refresh" if state != Fresh.FRESH else \
                     "reread" if task in ("edit", "debug") or conf < 0.5 else "trust"
                 items.append(PacketItem(root=c.root, path=c.chunk.path, start_line=c.chunk.start_line,

@@ -404,18 +404,24 @@ def test_a_saved_files_vectors_are_compacted_every_few_writes_not_after_each(eng
     assert engine.store.counts()["vectors_pending"] == 0
 
 
-def test_a_question_sent_as_the_server_starts_waits_for_the_first_index(config, tmp_path):
-    """The agent's first question arrives while the empty store's first index is being built: it
-    is answered from that index, not with `miss: indexing`; so is a graph question."""
+def _slowly_indexing_engine(config, tmp_path, seconds: float) -> Engine:
+    """An Engine on the fixture whose index takes `seconds` longer to build (a larger repository)."""
     config.cache_dir = tmp_path / "cache"
     eng = Engine(config, embedder=HashEmbedder())
     real_sync = eng.indexer.sync
 
-    def slow_sync(*args, **kwargs):  # a repository that takes a moment to index
-        time.sleep(0.5)
+    def slow_sync(*args, **kwargs):
+        time.sleep(seconds)
         return real_sync(*args, **kwargs)
 
     eng.indexer.sync = slow_sync
+    return eng
+
+
+def test_a_question_sent_as_the_server_starts_waits_for_the_first_index(config, tmp_path):
+    """The agent's first question arrives while the empty store's first index is being built: it
+    is answered from that index, not with `miss: indexing`; so is a graph question."""
+    eng = _slowly_indexing_engine(config, tmp_path, seconds=0.5)
     try:
         eng.start_background()
         r = Workspace.single(eng).packet("apply_discount")
@@ -427,10 +433,7 @@ def test_a_question_sent_as_the_server_starts_waits_for_the_first_index(config, 
 
 def test_a_graph_question_during_a_first_index_that_outlasts_the_wait_says_indexing(config, tmp_path, monkeypatch):
     monkeypatch.setattr("mcp_retrieval.engine.FIRST_INDEX_WAIT_S", 0.05)
-    config.cache_dir = tmp_path / "cache"
-    eng = Engine(config, embedder=HashEmbedder())
-    real_sync = eng.indexer.sync
-    eng.indexer.sync = lambda *a, **k: (time.sleep(1.0), real_sync(*a, **k))[1]
+    eng = _slowly_indexing_engine(config, tmp_path, seconds=1.0)
     try:
         eng.start_background()
         time.sleep(0.1)  # the worker has started and holds nothing yet

@@ -50,7 +50,9 @@ def p50(samples: list[float]) -> float:
 
 
 def run_size(matrix: np.ndarray, queries: np.ndarray, k: int, nprobes: int, refine: int) -> dict:
-    import lancedb
+    from mcp_retrieval.indexers.vectors import lancedb_module
+
+    lancedb = lancedb_module()
     from lancedb.index import IvfPq
 
     out: dict = {"n": len(matrix)}
