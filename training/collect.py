@@ -37,6 +37,16 @@ from mcp_retrieval.stages import StageLog
 MIN_MESSAGE_CHARS = 30
 _NOT_DESCRIPTIVE = re.compile(r"(?i)^(bump|release|prepare|version|v?\d+\.\d+|chore\(deps|update (changelog|deps|"
                               r"dependenc)|merge|format|lint|style:|changelog)")
+# a subject's conventional-commit type (`fix(router)!: `) and its pull request (`(#123)`)
+_SUBJECT_TAGS = re.compile(r"^\w+(\([^)]*\))?!?:\s*|\s*\(#\d+\)\s*$")
+MIN_SUBJECT_WORDS = 3
+
+
+def subject_question(message: str) -> str | None:
+    """A commit's subject line as a short question (`--subject-only`), without its type tag and
+    pull-request number; None when fewer than three question words are left."""
+    subject = _SUBJECT_TAGS.sub("", message.splitlines()[0] if message else "").strip()
+    return subject if len(question_words(subject)) >= MIN_SUBJECT_WORDS else None
 
 
 def evaluation_repos(path: Path) -> set[str]:
@@ -101,8 +111,10 @@ def collect_commits(args) -> None:
             continue
         with out.open("a") as fh:
             for sha, parent, message, gold in commits:
-                qid = f"{repo}@{sha[:12]}"
-                if qid in done:
+                qid = f"{repo}@{sha[:12]}" + ("/subject" if args.subject_only else "")
+                if args.subject_only:
+                    message = subject_question(message)
+                if qid in done or message is None:
                     continue
                 row = {"repo": repo, "base_commit": parent}
                 try:
@@ -112,7 +124,8 @@ def collect_commits(args) -> None:
                 except Exception as exc:
                     print(f"{qid}: {type(exc).__name__}: {exc}", file=sys.stderr)
                     continue
-                fh.write(json.dumps({"id": qid, "source": "commits", "repo": repo, "query": message,
+                fh.write(json.dumps({"id": qid, "source": "subjects" if args.subject_only else "commits",
+                                     "repo": repo, "query": message,
                                      "gold_files": gold, **record}) + "\n")
                 fh.flush()
                 n += 1
@@ -195,6 +208,8 @@ def main(argv: list[str]) -> int:
     commits.add_argument("--per-repo", type=int, default=40)
     commits.add_argument("--min-words", type=int, default=0,
                          help="only commits whose message has more question words than this (40: pasted-issue length)")
+    commits.add_argument("--subject-only", action="store_true",
+                         help="the subject line alone is the question (source `subjects`: a short question)")
     commits.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
     semble = sub.add_parser("semble")
     semble.add_argument("--data", default="../shared/eval/semble_dev")
