@@ -62,3 +62,23 @@ def test_an_instance_carries_its_diff_so_context_windows_can_be_scored(tmp_path)
     assert row["gold_code_files"] == ["lib/cart.rb"]
     assert patch_lines(row["patch_text"]) == {"lib/cart.rb": {2}}
     assert not (tmp_path / "ran").exists()
+
+
+def test_a_snapshot_git_cannot_read_is_skipped_and_the_others_mined(tmp_path, capsys):
+    import json
+
+    from mcp_retrieval.bench.commits import main
+    good = tmp_path / "good"
+    good.mkdir()
+    git(good, "init", "-q")
+    commit(good, {"lib/cart.rb": "def total\n  nil\nend\n"}, "initial import of the shop")
+    commit(good, {"lib/cart.rb": "def total\n  0\nend\n"}, "Fix total returning nil for an empty cart")
+    broken = tmp_path / "broken"
+    shutil.copytree(good, broken)
+    head = git(broken, "rev-parse", "HEAD")
+    (broken / ".git" / "objects" / head[:2] / head[2:]).unlink()  # the newest commit's object is gone
+    out = tmp_path / "rows.jsonl"
+    assert main(["--repo", f"shop/broken={broken / '.git'}", "--repo", f"shop/cart={good / '.git'}",
+                 "--out", str(out)]) == 0
+    assert [json.loads(line)["repo"] for line in out.read_text().splitlines()] == ["shop/cart"]
+    assert "shop/broken: skipped: git log" in capsys.readouterr().err
