@@ -37,13 +37,13 @@ from mcp_retrieval.stages import StageLog
 MIN_MESSAGE_CHARS = 30
 _NOT_DESCRIPTIVE = re.compile(r"(?i)^(bump|release|prepare|version|v?\d+\.\d+|chore\(deps|update (changelog|deps|"
                               r"dependenc)|merge|format|lint|style:|changelog)")
-# a subject's conventional-commit type (`fix(router)!: `) and its pull request (`(#123)`)
+# a subject's leading type or component tag (`fix(router)!: `, `core: `) and its pull request (`(#123)`)
 _SUBJECT_TAGS = re.compile(r"^\w+(\([^)]*\))?!?:\s*|\s*\(#\d+\)\s*$")
 MIN_SUBJECT_WORDS = 3
 
 
 def subject_question(message: str) -> str | None:
-    """A commit's subject line as a short question (`--subject-only`), without its type tag and
+    """A commit's subject line as a short question (`--subject-only`), without its leading tag and
     pull-request number; None when fewer than three question words are left."""
     subject = _SUBJECT_TAGS.sub("", message.splitlines()[0] if message else "").strip()
     return subject if len(question_words(subject)) >= MIN_SUBJECT_WORDS else None
