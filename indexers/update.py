@@ -14,12 +14,14 @@ A file lock keeps two processes from writing the same index at once.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
@@ -33,6 +35,9 @@ from mcp_retrieval.indexers.symbols import extract
 from mcp_retrieval.indexers.tokens import budget_counts
 from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, scopes_of, suspiciously_small,
                                          walk)
+
+if TYPE_CHECKING:
+    from mcp_retrieval.indexers.vectors import VectorIndex
 
 log = logging.getLogger(__name__)
 BATCH_FILES = 200
@@ -79,18 +84,39 @@ class Indexer:
         self.lexical = health.open_lexical(index_dir, self.store, self.repairs, self._write_lock)
         self.cache = cache
         self.embedder = embedder
-        self.vectors = health.open_vectors(index_dir, embedder.dim, self.store, self.repairs, self._write_lock) \
-            if embedder is not None else None
+        self._vectors: VectorIndex | None = None
+        self._vectors_opened = embedder is None  # without a model there is no table to open
+        self._vectors_lock = threading.Lock()
         self.max_file_bytes = max_file_bytes
         self._since_optimize = 0
         self._writes_since_optimize = 0
-        if embedder is not None:
-            self._check_vector_model(embedder.model_id)
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        """The vector table (None without an embedding model), opened on first use (`open_vectors`)."""
+        return self._vectors if self._vectors_opened else self.open_vectors()
+
+    def open_vectors(self) -> VectorIndex | None:
+        """Open the vector table once: check it against the store and the model (indexers/health.py).
+
+        Not done at construction: opening imports LanceDB (~1.3 s, most of a server's start), which
+        the host's handshake need not wait for; `serve`'s background thread opens it first thing and
+        a question waits for it. Every writer calls this before taking the index's write lock: the
+        check takes that lock itself, and a nested take in one process reads as another writer's."""
+        if self._vectors_opened:
+            return self._vectors
+        with self._vectors_lock:
+            if not self._vectors_opened:
+                self._vectors = health.open_vectors(self.index_dir, self.embedder.dim, self.store, self.repairs,
+                                                    self._write_lock)
+                self._check_vector_model(self._vectors, self.embedder.model_id)
+                self._vectors_opened = True
+        return self._vectors
 
     def _write_lock(self) -> "WriteLock":
         return WriteLock(self._lock_path)
 
-    def _check_vector_model(self, model: str) -> None:
+    def _check_vector_model(self, vectors: VectorIndex, model: str) -> None:
         """Vectors of another model (or input length) are dropped and re-made; the lexical index stays."""
         previous = self.store.get_meta("vector_model")
         if previous == model:
@@ -99,7 +125,7 @@ class Indexer:
             with WriteLock(self._lock_path):
                 if previous is not None:
                     log.warning("embedding model changed (%s -> %s): vectors will be recomputed", previous, model)
-                    self.vectors.reset()
+                    vectors.reset()
                     self.store.mark_all_unembedded()
                 self.store.set_meta("vector_model", model)
         except IndexBusy:  # the writer holding the index decides; we check again next start
@@ -115,6 +141,7 @@ class Indexer:
         if not self.root.is_dir():  # unmounted or deleted: keep the last good index rather than empty it
             raise FileNotFoundError(f"workspace root {self.root} is gone; the index is left as it was")
         result = SyncResult()
+        self.open_vectors()  # before the write lock (see there): a removed file's vectors go too
         scope = scopes_of(list(paths) if paths is not None else None)  # None: the whole workspace
         scopes = sorted(scope.paths) if scope is not None else None
         with WriteLock(self._lock_path):

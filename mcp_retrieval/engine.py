@@ -66,7 +66,7 @@ class Engine:
         self.embedder = self._load_embedder() if embedder == "auto" else embedder
         self.indexer = Indexer(config.root, config.index_dir, self.cache, self.embedder)
         self.store = self.indexer.store
-        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.vectors, self.embedder)
+        self.retriever = Retriever(self.store, self.indexer.lexical, self.indexer.open_vectors, self.embedder)
         self.freshness = SnapshotGate() if config.read_only else FreshnessGate(config.root, self.store)
         self.history = self._open_history() if config.history else None
         self.sessions = SessionRegister(max_sessions=config.max_sessions, ttl_s=config.session_ttl_s,
@@ -179,6 +179,7 @@ class Engine:
 
     # --- status and indexing ------------------------------------------------------------------
     def status(self) -> IndexStatus:
+        self.indexer.open_vectors()  # its check's repairs are part of the status
         counts = self.store.counts()
         stamp = self.store.get_meta("last_updated")
         last = datetime.fromtimestamp(float(stamp), timezone.utc).isoformat(timespec="seconds") if stamp else None
@@ -243,6 +244,7 @@ class Engine:
 
         def work() -> None:
             try:
+                self.indexer.open_vectors()  # LanceDB's import runs here, beside the host's handshake
                 with self._work_lock:
                     self.indexing = True
                     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import get_args
 
@@ -153,10 +153,12 @@ class PathResolver:
 
 
 class Retriever:
-    def __init__(self, store: Store, lexical: LexicalIndex, vectors: VectorIndex | None, embedder: Embedder | None):
+    def __init__(self, store: Store, lexical: LexicalIndex, vectors: Callable[[], VectorIndex | None],
+                 embedder: Embedder | None):
+        """`vectors`: the vector table (None without a model), opened on first call (`Indexer.open_vectors`)."""
         self.store = store
         self.lexical = lexical
-        self.vectors = vectors
+        self._vectors = vectors
         self.embedder = embedder
         self._resolver: PathResolver | None = None
         self._resolver_key: str | None = None
@@ -175,6 +177,10 @@ class Retriever:
                 self._resolver = self._resolver.updated(paths)
             self._resolver_key = key
         return self._resolver
+
+    @property
+    def vectors(self) -> VectorIndex | None:
+        return self._vectors()
 
     # --- sources --------------------------------------------------------------------------
     def lexical_hits(self, text: str, limit: int) -> list[tuple[str, float]]:

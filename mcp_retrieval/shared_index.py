@@ -162,12 +162,13 @@ def publish(engine, url: str) -> dict:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="mcp-retrieval-publish-") as tmp:
         tmp_dir = Path(tmp)
+        vector_table = engine.indexer.open_vectors()  # before the lock: its check takes the lock too
         with WriteLock(engine.config.index_dir / "write.lock"):  # nobody writes while we copy
             _backup_sqlite(engine.config.index_dir / "index.db", tmp_dir / "index.db")
             _backup_sqlite(engine.config.index_dir / "history.db", tmp_dir / "history.db")
             with tarfile.open(tmp_dir / "tantivy.tar", "w") as tar:
                 tar.add(engine.config.index_dir / "tantivy", arcname="tantivy")
-            vectors = engine.indexer.vectors._table.to_arrow() if engine.indexer.vectors is not None else None
+            vectors = vector_table._table.to_arrow() if vector_table is not None else None
         objects = {}
         for name in OBJECTS:  # zstd: SQLite and Tantivy files shrink ~6x (sympy's index.db: 153 -> 25 MB)
             raw = (tmp_dir / name).read_bytes()

@@ -5,6 +5,7 @@ come back as before (indexers/health.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -167,3 +168,32 @@ def test_storage_failures_are_named_by_their_cause():
     assert storage_failure(sqlite3.OperationalError("database or disk is full")).startswith("no space left")
     assert storage_failure(ValueError("An index writer was killed.")).startswith("the lexical index's writer")
     assert storage_failure(ValueError("some other fault")) is None
+
+
+OPEN_THEN_ASK = """
+import json, sys
+from pathlib import Path
+from mcp_retrieval import Engine
+from mcp_retrieval.config import Config
+from mcp_retrieval.indexers.embed import HashEmbedder
+from mcp_retrieval.workspace import Workspace
+root, index = sys.argv[1:3]
+config = Config.resolve(root, Path(index), persist_sessions=False)
+engine = Engine(config, embedder=HashEmbedder())
+opened = "lancedb" in sys.modules
+items = Workspace.single(engine).packet(sys.argv[3], max_items=3).items
+print(json.dumps({"lancedb_at_open": opened, "dense": any("dense" in i.tiers for i in items)}))
+"""
+
+
+def test_opening_an_index_leaves_the_vector_table_to_its_first_use(indexed):
+    """LanceDB's import is most of a server's start: the handshake must not wait for it; the first
+    question opens the table (checked as at any open) and is answered with its vectors."""
+    import subprocess
+    import sys
+
+    config, _ = indexed
+    out = subprocess.run([sys.executable, "-c", OPEN_THEN_ASK, str(config.root), str(config.index_dir), QUESTION],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.splitlines()[-1]) == {"lancedb_at_open": False, "dense": True}

@@ -8,7 +8,8 @@ batches of files), until the lexical index is complete (`state` leaves `indexing
 vector (`vectors_pending` 0), the server's peak RSS while indexing, its RSS when idle after the
 backlog and its peak while answering, and `packet`/`context` p50/p95 as the client sees them
 (JSON-RPC over a pipe included), and the time for one edited file to become searchable through
-`reindex`. Index and embedding cache start empty (cold) in `--work`.
+`reindex`. Index and embedding cache start empty (cold) in `--work`. Then the server is started
+again on that index three times (`restart`): the handshake's and the first `packet`'s seconds.
 """
 
 from __future__ import annotations
@@ -69,13 +70,33 @@ class ProcessRSS:
         self._thread.join()
 
 
-async def run(root: Path, work: Path, queries: list[str] | None, probe: str, timeout_s: float) -> dict:
-    from mcp import Client
+def _server_params(root: Path, work: Path):
     from mcp.client.stdio import StdioServerParameters
 
     env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(work / "cache")}
-    params = StdioServerParameters(command=sys.executable, env=env, args=[
+    return StdioServerParameters(command=sys.executable, env=env, args=[
         "-m", "mcp_retrieval", "serve", "--root", str(root), "--index-dir", str(work / "idx"), "--no-watch"])
+
+
+async def restart(root: Path, work: Path, probe: str, rounds: int = 3) -> dict:
+    """The server started again on its complete index, as a host starts it each session: seconds
+    until the handshake is answered, and until the first `packet` (sent at once) comes back."""
+    from mcp import Client
+
+    connected, first = [], []
+    for _ in range(rounds):
+        t0 = time.monotonic()
+        async with Client(_server_params(root, work), read_timeout_seconds=120) as client:
+            connected.append(time.monotonic() - t0)
+            await client.call_tool("packet", {"query": probe})
+            first.append(time.monotonic() - t0)
+    return {"connected_s": [round(t, 2) for t in connected], "first_packet_s": [round(t, 2) for t in first]}
+
+
+async def run(root: Path, work: Path, queries: list[str] | None, probe: str, timeout_s: float) -> dict:
+    from mcp import Client
+
+    params = _server_params(root, work)
     rss = ProcessRSS().start()
     report: dict = {"root": str(root)}
     t0 = time.monotonic()
@@ -119,6 +140,7 @@ async def run(root: Path, work: Path, queries: list[str] | None, probe: str, tim
         report["one_file_update"] = await _one_file_update(client, root)
     rss.stop()
     report["queries"] = len(queries)
+    report["restart"] = await restart(root, work, probe)
     return report
 
 
