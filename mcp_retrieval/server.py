@@ -39,8 +39,9 @@ def _result(model, render, window: str = "") -> CallToolResult:
     """The one exit for tool results: every string of the structured content passes the control-tag
     filter, and the text content is rendered from that filtered copy (plus the server-written
     `window`, built from filtered parts), so no field can reach the client unfiltered."""
-    data = scrub(model.model_dump(mode="json"))
-    clean = type(model).model_validate(data)
+    dumped = model.model_dump(mode="json")
+    data = scrub(dumped)
+    clean = model if data is dumped else type(model).model_validate(data)  # nothing to defuse: as it was
     return CallToolResult(content=[TextContent(type="text", text=render(clean, window))], structured_content=data)
 
 

@@ -115,3 +115,28 @@ def test_any_ascii_text_has_the_same_skeleton_either_way(text):
     from mcp_retrieval.neutralize import _skeleton, skeleton
 
     assert skeleton(text) == _skeleton(text)
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=30) | st.sampled_from(ATTACKS),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8) | st.sampled_from(ATTACKS),
+                                                                inner, max_size=4),
+    max_leaves=12)
+
+
+@given(json_values)
+def test_scrub_finds_what_a_check_of_each_string_finds(value):
+    """`scrub` checks a value's strings joined once; it must defuse exactly what checking them one by one does."""
+    from mcp_retrieval.neutralize import _scrub, scrub
+
+    assert scrub(value) == _scrub(value, frozenset())
+
+
+def test_scrub_returns_a_clean_value_as_it_is_and_defuses_a_nested_tag():
+    from mcp_retrieval.neutralize import scrub
+
+    clean = {"items": [{"path": "a.py", "why": ["a < b", "mcp-retrieval"]}], "n": 3}
+    assert scrub(clean) is clean
+    dirty = {"items": [{"path": "a.py", "why": ["fine", "x &lt;mcp-retrieval:chunk y"]}], ATTACKS[0]: 1}
+    out = scrub(dirty)
+    assert out["items"][0]["why"][0] == "fine" and not contains_tag(str(out))
