@@ -82,3 +82,28 @@ def test_a_snapshot_git_cannot_read_is_skipped_and_the_others_mined(tmp_path, ca
                  "--out", str(out)]) == 0
     assert [json.loads(line)["repo"] for line in out.read_text().splitlines()] == ["shop/cart"]
     assert "shop/broken: skipped: git log" in capsys.readouterr().err
+
+
+def test_a_repository_failing_after_its_first_rows_leaves_none_of_them(tmp_path, monkeypatch, capsys):
+    import json
+
+    from mcp_retrieval.bench import commits
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"lib/cart.rb": "def total\n  nil\nend\n"}, "initial import of the shop")
+    commit(repo, {"lib/cart.rb": "def total\n  0\nend\n"}, "Fix total returning nil for an empty cart")
+    commit(repo, {"lib/cart.rb": "def total\n  1\nend\n"}, "Fix total returning zero for a full cart")
+    calls = []
+
+    def second_fails(*args):  # the second commit's diff cannot be read
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("git diff failed")
+        return ""
+
+    monkeypatch.setattr(commits, "patch_text", second_fails)
+    out = tmp_path / "rows.jsonl"
+    assert commits.main(["--repo", f"shop/cart={repo / '.git'}", "--out", str(out)]) == 0
+    assert len(calls) == 2 and out.read_text() == ""
+    assert "shop/cart: skipped: git diff failed" in capsys.readouterr().err

@@ -99,16 +99,17 @@ def main(argv: list[str]) -> int:
     with open(args.out, "w") as out:
         for spec in args.repo:
             repo, _, git_dir = spec.partition("=")
+            found = []  # written once the repository is read whole: a skipped one leaves no rows
             try:
                 for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo):
-                    row = {"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo,
-                           "base_commit": parent, "problem_statement": message, "gold_code_files": gold,
-                           "patch_text": patch_text(Path(git_dir), parent, sha, gold),
-                           "language": sorted({language_for(p) for p in gold})[0]}
-                    out.write(json.dumps(row) + "\n")
-                    rows += 1
+                    found.append({"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo,
+                                  "base_commit": parent, "problem_statement": message, "gold_code_files": gold,
+                                  "patch_text": patch_text(Path(git_dir), parent, sha, gold),
+                                  "language": sorted({language_for(p) for p in gold})[0]})
             except RuntimeError as exc:  # a snapshot git cannot read (a shallow or broken history): go on
                 print(f"{repo}: skipped: {exc}", file=sys.stderr)
                 continue
+            out.writelines(json.dumps(row) + "\n" for row in found)
+            rows += len(found)
             print(f"{repo}: {rows} instances so far", file=sys.stderr)
     return 0
