@@ -8,6 +8,7 @@ from mcp_retrieval.indexers.tokens import budget_tokens
 from mcp_retrieval.closure import SECTION as SIGNATURES_SECTION
 from mcp_retrieval.neutralize import contains_tag
 from mcp_retrieval.workspace import Workspace
+from mcp_retrieval.indexers.graph import CodeGraph
 
 
 def test_reindex_indexes_the_workspace_and_a_second_run_touches_nothing(engine):
@@ -439,6 +440,27 @@ def test_a_graph_question_during_a_first_index_that_outlasts_the_wait_says_index
         time.sleep(0.1)  # the worker has started and holds nothing yet
         assert eng.query_graph("Cart.subtotal").miss.reason == "indexing"
         assert Workspace.single(eng).packet("apply_discount").miss.reason == "indexing"
+    finally:
+        eng.close()
+
+
+def test_the_starting_index_loads_the_graph_before_any_question(config, tmp_path, monkeypatch):
+    """On a large repository a question loads the graph behind itself; the start's index loads it
+    first, so the questions after `ready` neither miss it nor share the interpreter with its load."""
+    from mcp_retrieval.indexers.store import Store
+
+    loads = []
+    real_load = CodeGraph.load
+    monkeypatch.setattr(CodeGraph, "load", staticmethod(lambda store: loads.append(1) or real_load(store)))
+    monkeypatch.setattr(Store, "counts", lambda self, real=Store.counts: {**real(self), "symbols": 50_000})
+    config.cache_dir = tmp_path / "cache"
+    eng = Engine(config, embedder=HashEmbedder())
+    try:
+        eng.start_background()
+        eng._background.join(timeout=60)
+        assert loads == [1] and eng.status().state == "ready"
+        graph = eng.graph()  # what a question reads: the graph of the finished index, no second load
+        assert graph is not None and loads == [1]
     finally:
         eng.close()
 
