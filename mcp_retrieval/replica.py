@@ -63,6 +63,7 @@ class Replica:
             restore(manifest, key, folder)
         config = Config.resolve(folder, folder, persist_sessions=False, read_only=True, history=True)
         engine = Engine(config, embedder=self.embedder, name=identity)
+        engine.indexer.open_vectors()  # here, where a snapshot that does not open is left unswapped
         if engine.history is not None:
             engine.history.status = f"from the snapshot of {manifest['commit'][:12]}"
         self.publish_ids[identity] = manifest["publish_id"]

@@ -270,6 +270,9 @@ def restore_in_background(workspace, engine, url: str, start: Callable) -> threa
     def run() -> None:
         restored = None
         try:
+            # the cold engine's vector table opens on its own folder now, before that folder is
+            # renamed away (the table is reached by its path: opened later, it would be the snapshot's)
+            engine.indexer.open_vectors()
             restored = _restored_engine(engine, url)
         except Exception as exc:  # a failed swap leaves the cold engine serving, as without --from
             log.warning("%s: shared index not used (%s: %s); indexing from scratch", engine.name, type(exc).__name__, exc)
