@@ -107,10 +107,15 @@ class Indexer:
             return self._vectors
         with self._vectors_lock:
             if not self._vectors_opened:
-                self._vectors = health.open_vectors(self.index_dir, self.embedder.dim, self.store, self.repairs,
-                                                    self._write_lock)
-                self._check_vector_model(self._vectors, self.embedder.model_id)
-                self._vectors_opened = True
+                try:
+                    vectors = health.open_vectors(self.index_dir, self.embedder.dim, self.store, self.repairs,
+                                                  self._write_lock)
+                    self._check_vector_model(vectors, self.embedder.model_id)
+                except Exception as exc:  # LanceDB that cannot run or write here: answer as without a model
+                    log.warning("vector table unavailable (%s: %s): answering from the lexical index only",
+                                type(exc).__name__, " ".join(str(exc).split())[:200])
+                    vectors = None
+                self._vectors, self._vectors_opened = vectors, True
         return self._vectors
 
     def _write_lock(self) -> "WriteLock":

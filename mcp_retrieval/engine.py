@@ -179,7 +179,7 @@ class Engine:
 
     # --- status and indexing ------------------------------------------------------------------
     def status(self) -> IndexStatus:
-        self.indexer.open_vectors()  # its check's repairs are part of the status
+        dense = self.embedder is not None and self.indexer.open_vectors() is not None  # the check's repairs too
         counts = self.store.counts()
         stamp = self.store.get_meta("last_updated")
         last = datetime.fromtimestamp(float(stamp), timezone.utc).isoformat(timespec="seconds") if stamp else None
@@ -187,8 +187,8 @@ class Engine:
             state = "indexing" if self.indexing else "empty"
         elif self.indexing:
             state = "indexing"
-        elif self.embedder is None or counts["vectors_pending"]:
-            state = "lexical_only" if self.embedder is None or counts["vectors_pending"] == counts["chunks"] else "indexing"
+        elif not dense or counts["vectors_pending"]:
+            state = "lexical_only" if not dense or counts["vectors_pending"] == counts["chunks"] else "indexing"
         else:
             state = "ready"
         return IndexStatus(version=VERSION, files=counts["files"], chunks=counts["chunks"],

@@ -197,3 +197,23 @@ def test_opening_an_index_leaves_the_vector_table_to_its_first_use(indexed):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout.splitlines()[-1]) == {"lancedb_at_open": False, "dense": True}
+
+
+def test_a_vector_table_that_cannot_open_leaves_the_lexical_index_answering(indexed, monkeypatch, caplog):
+    """LanceDB unusable here (its files unreadable, the library broken): no crash at the first
+    question, a warning, answers from the lexical index, and a status that says lexical only."""
+    from mcp_retrieval.indexers import health
+
+    def broken(*args, **kwargs):
+        raise OSError("permission denied: lance/_versions")
+
+    monkeypatch.setattr(health, "open_vectors", broken)
+    config, expected = indexed
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        assert top_file(engine) == expected
+        assert engine.status().state == "lexical_only"
+        assert "vector table unavailable" in caplog.text
+        assert engine.reindex().chunks_embedded == 0
+    finally:
+        engine.close()
