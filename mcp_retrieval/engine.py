@@ -84,6 +84,7 @@ class Engine:
         self._stop = threading.Event()
         self.pending_paths: set[str] = set()
         self.indexing = False
+        self._loading_graph = False  # the start's graph, loaded after its vectors: still `indexing`
         self._first_index = threading.Event()  # clear only while an empty store's first sync runs
         self._first_index.set()
 
@@ -185,7 +186,7 @@ class Engine:
         last = datetime.fromtimestamp(float(stamp), timezone.utc).isoformat(timespec="seconds") if stamp else None
         if counts["files"] == 0:
             state = "indexing" if self.indexing else "empty"
-        elif self.indexing:
+        elif self.indexing or self._loading_graph:
             state = "indexing"
         elif not dense or counts["vectors_pending"]:
             state = "lexical_only" if not dense or counts["vectors_pending"] == counts["chunks"] else "indexing"
@@ -234,10 +235,11 @@ class Engine:
 
     def start_background(self, paths: list[str] | None = None, full: bool = False) -> None:
         """Lexical sync then embeddings, in a worker thread; answers keep flowing meanwhile. After
-        a whole-workspace sync (the start's) the worker loads the code graph before the vectors:
-        on a large repository (`graph` loads it behind the questions there) the first questions
-        after `index://status` says ready would otherwise meet no graph, or one from mid-index,
-        and share the interpreter with its load (BENCHMARKS 61c)."""
+        a whole-workspace sync (the start's) the worker then loads the code graph, the state still
+        `indexing`: on a large repository (`graph` loads it behind the questions there) the first
+        questions after `index://status` says ready would otherwise meet no graph, or one from
+        mid-index, and share the interpreter with its load. After the vectors, not before: held
+        while they are made, it raised the peak memory of a start (BENCHMARKS 61c)."""
         if self._background is not None and self._background.is_alive():
             if paths:
                 self.pending_paths.update(paths)
@@ -256,14 +258,18 @@ class Engine:
                     finally:
                         self.indexing = False
                         self._first_index.set()  # built or failed: no question waits on it any more
-                if paths is None:  # the start's whole-workspace sync: the graph too, before vectors are done
-                    self.graph(wait=True)
                 self.update_history()
                 while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
                     with self._work_lock:
                         done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
                     if not done:
                         break
+                if paths is None and not self._stop.is_set():  # the start's sync: its graph is part of `ready`
+                    self._loading_graph = True
+                    try:
+                        self.graph(wait=True)
+                    finally:
+                        self._loading_graph = False
             except IndexBusy as exc:
                 log.warning("background index skipped: %s", exc)
             except Exception:

@@ -449,16 +449,22 @@ def test_the_starting_index_loads_the_graph_before_any_question(config, tmp_path
     first, so the questions after `ready` neither miss it nor share the interpreter with its load."""
     from mcp_retrieval.indexers.store import Store
 
-    loads = []
+    loads, states = [], []
     real_load = CodeGraph.load
-    monkeypatch.setattr(CodeGraph, "load", staticmethod(lambda store: loads.append(1) or real_load(store)))
+
+    def load(store):
+        loads.append(1)
+        states.append(eng.status().state)  # not `ready` while it loads
+        return real_load(store)
+
+    monkeypatch.setattr(CodeGraph, "load", staticmethod(load))
     monkeypatch.setattr(Store, "counts", lambda self, real=Store.counts: {**real(self), "symbols": 50_000})
     config.cache_dir = tmp_path / "cache"
     eng = Engine(config, embedder=HashEmbedder())
     try:
         eng.start_background()
         eng._background.join(timeout=60)
-        assert loads == [1] and eng.status().state == "ready"
+        assert loads == [1] and states == ["indexing"] and eng.status().state == "ready"
         graph = eng.graph()  # what a question reads: the graph of the finished index, no second load
         assert graph is not None and loads == [1]
     finally:
