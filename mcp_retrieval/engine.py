@@ -180,7 +180,7 @@ class Engine:
 
     # --- status and indexing ------------------------------------------------------------------
     def status(self) -> IndexStatus:
-        dense = self.embedder is not None and self.indexer.open_vectors() is not None  # the check's repairs too
+        dense = self.indexer.open_vectors() is not None  # None without a model or a usable table; repairs too
         counts = self.store.counts()
         stamp = self.store.get_meta("last_updated")
         last = datetime.fromtimestamp(float(stamp), timezone.utc).isoformat(timespec="seconds") if stamp else None
