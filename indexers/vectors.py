@@ -221,6 +221,11 @@ class VectorIndex:
                     .refine_factor(ANN_REFINE).select(["id"]).limit(limit).to_arrow())
         return [(cid, 1.0 - float(d)) for cid, d in zip(rows["id"].to_pylist(), rows["_distance"].to_pylist())]
 
+    def warm(self) -> None:
+        """Load the mirror now rather than in the next question (~0.2 s on sympy's 41k vectors)."""
+        if not self.ann:
+            self._mirror()
+
     def _mirror(self):
         with self._lock:
             if self._mirror_current():

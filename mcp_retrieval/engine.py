@@ -84,7 +84,7 @@ class Engine:
         self._stop = threading.Event()
         self.pending_paths: set[str] = set()
         self.indexing = False
-        self._loading_graph = False  # the start's graph, loaded after its vectors: still `indexing`
+        self._warming = False  # the start's graph, path resolver and vector mirror, loaded after its vectors: still `indexing`
         self._first_index = threading.Event()  # clear only while an empty store's first sync runs
         self._first_index.set()
 
@@ -186,7 +186,7 @@ class Engine:
         last = datetime.fromtimestamp(float(stamp), timezone.utc).isoformat(timespec="seconds") if stamp else None
         if counts["files"] == 0:
             state = "indexing" if self.indexing else "empty"
-        elif self.indexing or self._loading_graph:
+        elif self.indexing or self._warming:
             state = "indexing"
         elif not dense or counts["vectors_pending"]:
             state = "lexical_only" if not dense or counts["vectors_pending"] == counts["chunks"] else "indexing"
@@ -235,11 +235,12 @@ class Engine:
 
     def start_background(self, paths: list[str] | None = None, full: bool = False) -> None:
         """Lexical sync then embeddings, in a worker thread; answers keep flowing meanwhile. After
-        a whole-workspace sync (the start's) the worker then loads the code graph, the state still
-        `indexing`: on a large repository (`graph` loads it behind the questions there) the first
-        questions after `index://status` says ready would otherwise meet no graph, or one from
-        mid-index, and share the interpreter with its load. After the vectors, not before: held
-        while they are made, it raised the peak memory of a start (BENCHMARKS 61c)."""
+        a whole-workspace sync (the start's) the worker then loads the code graph and the vector
+        table's in-memory mirror (and the path resolver), the state still `indexing`: on a large repository (`graph` loads
+        it behind the questions there) the first questions after `index://status` says ready would
+        otherwise meet no graph, or one from mid-index, and share the interpreter with its load, and
+        the first one would read the mirror (BENCHMARKS 61c, 62a). After the vectors, not before:
+        held while they are made, the graph raised the peak memory of a start."""
         if self._background is not None and self._background.is_alive():
             if paths:
                 self.pending_paths.update(paths)
@@ -264,12 +265,13 @@ class Engine:
                         done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
                     if not done:
                         break
-                if paths is None and not self._stop.is_set():  # the start's sync: its graph is part of `ready`
-                    self._loading_graph = True
+                if paths is None and not self._stop.is_set():  # the start's sync: warm is part of `ready`
+                    self._warming = True
                     try:
                         self.graph(wait=True)
+                        self.retriever.warm()
                     finally:
-                        self._loading_graph = False
+                        self._warming = False
             except IndexBusy as exc:
                 log.warning("background index skipped: %s", exc)
             except Exception:

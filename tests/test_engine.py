@@ -471,6 +471,25 @@ def test_the_starting_index_loads_the_graph_before_any_question(config, tmp_path
         eng.close()
 
 
+def test_a_restarted_index_reads_its_vector_mirror_before_ready(config, tmp_path):
+    """On an index already complete the start has nothing to embed; the worker still reads the
+    vectors into memory before `ready`, so the first question does not pay that read."""
+    config.cache_dir = tmp_path / "cache"
+    first = Engine(config, embedder=HashEmbedder())
+    first.reindex(wait=True)
+    first.close()
+    eng = Engine(config, embedder=HashEmbedder())
+    try:
+        assert eng.indexer.open_vectors()._columns is None  # nothing read at open
+        eng.start_background()
+        eng._background.join(timeout=60)
+        vectors = eng.indexer.open_vectors()
+        assert eng.status().state == "ready" and vectors._columns is not None
+        assert vectors._columns.shape[1] == vectors.count() > 0
+    finally:
+        eng.close()
+
+
 @pytest.mark.parametrize("query", ["how are discounts documented", "shipping price express parcels", "handleCheckout"])
 def test_packet_confidence_falls_down_the_list_from_the_answers(engine, query):
     """Items come in the file ranker's order; their confidence follows that order (it read the

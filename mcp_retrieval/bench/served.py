@@ -80,17 +80,26 @@ def _server_params(root: Path, work: Path):
 
 async def restart(root: Path, work: Path, probe: str, rounds: int = 3) -> dict:
     """The server started again on its complete index, as a host starts it each session: seconds
-    until the handshake is answered, and until the first `packet` (sent at once) comes back."""
+    until the handshake is answered, and until the first `packet` (sent at once) comes back; then,
+    started again, milliseconds of the first `packet` sent once `index://status` says ready."""
     from mcp import Client
 
-    connected, first = [], []
+    connected, first, after_ready = [], [], []
     for _ in range(rounds):
         t0 = time.monotonic()
         async with Client(_server_params(root, work), read_timeout_seconds=120) as client:
             connected.append(time.monotonic() - t0)
             await client.call_tool("packet", {"query": probe})
             first.append(time.monotonic() - t0)
-    return {"connected_s": [round(t, 2) for t in connected], "first_packet_s": [round(t, 2) for t in first]}
+    for _ in range(rounds):
+        async with Client(_server_params(root, work), read_timeout_seconds=120) as client:
+            while json.loads((await client.read_resource("index://status")).contents[0].text)["state"] != "ready":
+                await anyio.sleep(0.1)
+            t = time.perf_counter()
+            await client.call_tool("packet", {"query": probe})
+            after_ready.append((time.perf_counter() - t) * 1000)
+    return {"connected_s": [round(t, 2) for t in connected], "first_packet_s": [round(t, 2) for t in first],
+            "first_packet_after_ready_ms": [round(t, 1) for t in after_ready]}
 
 
 async def run(root: Path, work: Path, queries: list[str] | None, probe: str, timeout_s: float) -> dict:
