@@ -10,7 +10,6 @@ contains, call, import, inherit, reference. Built lazily and rebuilt when the in
 from __future__ import annotations
 
 import bisect
-import difflib
 import functools
 import re
 from array import array
@@ -18,6 +17,7 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 import numpy as np
+from rapidfuzz import fuzz, process
 
 from mcp_retrieval.indexers.store import Store
 from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suffixes
@@ -242,12 +242,15 @@ class CodeGraph:
                 out.append(i)
         return out
 
+    @functools.cached_property
+    def _names(self) -> list[str]:
+        """Every name a reference may spell: short and qualified definition names, file paths."""
+        return sorted({*self.by_name, *self.by_qual, *(n.path for n in self.nodes if n.kind == "file")})
+
     def suggest(self, ref: str, n: int = 5) -> list[str]:
-        key = ref.rsplit(".", 1)[-1].lower()
-        pool = {name for name in self.by_name if abs(len(name) - len(key)) <= 3}
-        pool |= {q for q in self.by_qual if abs(len(q) - len(ref)) <= 3}
-        pool |= {node.path for node in self.nodes if node.kind == "file" and abs(len(node.path) - len(ref)) <= 4}
-        return difflib.get_close_matches(ref, sorted(pool), n=n, cutoff=0.6)
+        """The names closest to a reference that matched nothing (similarity at least 0.6, as
+        difflib's; rapidfuzz's C scan: 10-13 ms over sympy's 45k names where difflib took 15-85)."""
+        return [name for name, _, _ in process.extract(ref, self._names, scorer=fuzz.ratio, limit=n, score_cutoff=60)]
 
     def traverse(self, starts: list[int], relation: str, depth: int, limit: int, kind: str | None):
         """BFS from `starts`; returns (node indexes, edges, truncated). Bounded by `limit`."""
