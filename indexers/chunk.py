@@ -26,8 +26,10 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # Kotlin extension function is named with its receiver (`String.toSlug`); a Haskell signature no
 # equation follows (a class method) is a definition. (7: a trial, docs/BENCHMARKS.md 59e.) 8: C
 # directives (`#include`, `#define`) are not comments: a file's banner and includes no longer join
-# its first function.
-CHUNKER_VERSION = "8"
+# its first function. 9: a `.h` header whose text is C++ is read by the C++ grammar
+# (`languages.language_of`); C/C++ lines of one macro name parsed as blank; definitions the parser
+# recovered inside an ERROR node are definitions (`definitions._TRANSPARENT_LISTS`).
+CHUNKER_VERSION = "9"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -66,6 +68,13 @@ class _Seg:
     mergeable: bool = True
 
 
+# A C or C++ line that is one upper-case name (`ABSL_NAMESPACE_BEGIN`, `G_BEGIN_DECLS`, `Q_OBJECT`,
+# `FMT_BEGIN_EXPORT`): a macro the grammar cannot expand, read as the start of a declaration that
+# swallows the definition below it (abseil: a third of its definitions lost). It is parsed as
+# spaces of the same length, so every position holds; the chunk keeps the line (BENCHMARKS 62c).
+_LONE_MACRO = re.compile(rb"^[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(\(\))?[ \t\r]*$", re.M)
+
+
 def parse(text: str, language: str):
     """The tree-sitter tree of a code file, or None (unknown language, broken grammar)."""
     if language not in GRAMMAR_LANGUAGES:
@@ -74,7 +83,10 @@ def parse(text: str, language: str):
     if ts_parser is None:
         return None
     try:
-        return ts_parser.parse(text.encode("utf-8", "surrogatepass"))
+        data = text.encode("utf-8", "surrogatepass")
+        if language in ("c", "cpp"):
+            data = _LONE_MACRO.sub(lambda m: b" " * len(m.group(0)), data)
+        return ts_parser.parse(data)
     except Exception:
         return None
 

@@ -21,7 +21,8 @@ _DEFS: dict[str, dict[str, str]] = {
     "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
              "trait_item": "class", "mod_item": "class", "macro_definition": "function"},
     "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
-             "record_declaration": "class", "method_declaration": "method", "constructor_declaration": "method"},
+             "record_declaration": "class", "annotation_type_declaration": "class",  # `@interface Expose`
+             "method_declaration": "method", "constructor_declaration": "method"},
     "c": {"function_definition": "function", "struct_specifier": "class", "enum_specifier": "class",
           "type_definition": "class", "preproc_function_def": "function"},
     "cpp": {"function_definition": "function", "class_specifier": "class", "struct_specifier": "class",
@@ -39,7 +40,7 @@ _DEFS: dict[str, dict[str, str]] = {
     "kotlin": {"class_declaration": "class", "object_declaration": "class", "companion_object": "class",
                "function_declaration": "function"},
     "scala": {"class_definition": "class", "object_definition": "class", "trait_definition": "class",
-              "enum_definition": "class", "function_definition": "function"},
+              "enum_definition": "class", "function_definition": "function", "package_object": "class"},
     "shell": {"function_definition": "function"},
     "lua": {"function_declaration": "function"},
     # a function's equations are one definition each; neighbours of one name merge into a chunk
@@ -63,6 +64,8 @@ _ELIXIR_DEFINERS = {
 _ELIXIR_ATTACHED = ("@doc", "@spec", "@impl", "@deprecated", "@since", "@decorate")
 _ZIG_CONTAINERS = ("struct_declaration", "enum_declaration", "union_declaration", "opaque_declaration")
 
+_DECLARATIONS = ("lexical_declaration", "variable_declaration")
+_FUNCTIONS = ("arrow_function", "function_expression", "function")
 _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration", "ambient_declaration",
              "expression_statement"}
 # Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
@@ -70,12 +73,15 @@ _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration",
 # (as a Java package or a C# file-scoped namespace is not); a C++ namespace stays a container.
 # Haskell's top-level `declarations` is a list of definitions, nothing more, as are C's conditional
 # blocks (`#ifdef X ... #else ... #endif`, around much of a C library) and C++'s `extern "C" { }`.
-_TRANSPARENT = {"namespace_declaration", "namespace_definition", "linkage_specification"}
-_TRANSPARENT_LISTS = {"declarations", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif",
+# So is an ERROR node: what the grammar could not fit (a brace opened under one `#ifdef` and closed
+# under another) wraps whole blocks whose definitions it still recovered (BENCHMARKS 62c).
+# Ruby's `class << self` holds the class's own methods: they are the class's members.
+_TRANSPARENT = {"namespace_declaration", "namespace_definition", "linkage_specification", "singleton_class"}
+_TRANSPARENT_LISTS = {"declarations", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "ERROR",
                       "preproc_elifdef"}
 _BODY_FIELDS = ("body", "declaration_list", "declarations")
 _BODY_TYPES = ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body", "enum_body",
-               "statement_block", "do_block", *_ZIG_CONTAINERS)
+               "statement_block", "do_block", "body_statement", *_ZIG_CONTAINERS)
 
 
 @dataclass(frozen=True)
@@ -124,14 +130,16 @@ def _unwrap(node, defs):
         for child in node.named_children:
             if (kind := _kind(child, defs)) is not None:
                 return child, node, kind
-            if child.type in _WRAPPERS:
+            # `export const Modal = () => {...}`: how most JS/TS modules define their functions and
+            # components (a fifth of the JS/TS files over 3 kB were line windows, BENCHMARKS 62d)
+            if child.type in _WRAPPERS or child.type in _DECLARATIONS:
                 inner = _unwrap(child, defs)
                 if inner:
                     return inner[0], node, inner[2]
-    if node.type in ("lexical_declaration", "variable_declaration"):  # const f = () => {...}
+    if node.type in _DECLARATIONS:  # const f = () => {...}
         for decl in node.named_children:
             value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
-            if value is not None and value.type in ("arrow_function", "function_expression", "function"):
+            if value is not None and (value.type in _FUNCTIONS or _wrapped_function(value) is not None):
                 return decl, node, "function"
             if decl.type in _ZIG_CONTAINERS:  # Zig: `pub const List = struct { ... };`
                 return node, node, "class"
@@ -142,6 +150,15 @@ def _unwrap(node, defs):
         if values and values[0].named_children and values[0].named_children[0].type == "function_definition":
             return assign, node, "function"
     return None
+
+
+def _wrapped_function(value):
+    """The function a call wraps, as JS/TS modules define many: `memo((props) => ...)`,
+    `forwardRef(function (props, ref) {...})`, zustand's `create((set) => ({...}))`."""
+    if value.type != "call_expression":
+        return None
+    arguments = value.child_by_field_name("arguments")
+    return next((a for a in (arguments.named_children if arguments is not None else ()) if a.type in _FUNCTIONS), None)
 
 
 def _kotlin_receiver(node, name) -> str | None:
@@ -230,6 +247,9 @@ def _text(node) -> str:
 
 def body(node):
     """The node holding a definition's members or statements, or None."""
+    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None:
+        function = value if value.type in _FUNCTIONS else _wrapped_function(value)
+        return body(function) if function is not None else None  # `const f = () => {...}`: its statements
     for name in _BODY_FIELDS:
         found = node.child_by_field_name(name)
         if found is not None:
@@ -274,7 +294,8 @@ def definitions(node, defs: dict[str, str], qual: str | None):
 
 
 def has_definitions(node, defs) -> bool:
-    return any(_unwrap(c, defs) for c in node.named_children)
+    """Whether `node` holds a definition, reading transparent containers as `definitions` does."""
+    return any(found is not None for _, found in definitions(node, defs, None))
 
 
 def first_definition_line(node, defs) -> int | None:

@@ -134,8 +134,30 @@ def suffix_of(path: str) -> str:
 
 
 def language_for(path: str) -> str:
-    """The language of a workspace-relative path ('text' when unknown)."""
+    """The language of a workspace-relative path ('text' when unknown); `language_of` reads a
+    `.h` file's text too."""
     return EXTENSIONS.get(suffix_of(path).lower(), "text")
+
+
+# A `.h` header is C++ when it says so: GitHub linguist's heuristics for `.h` (a C++ standard
+# header included, `template <`, `namespace`/`class` at a line's start, access labels, `std::`).
+# C++ libraries (abseil, simdjson, fmt, spdlog) name most of their headers `.h`; read as C their
+# classes, namespaces and templates were parse errors and lost definitions (BENCHMARKS 62c).
+_CPP_HEADER = re.compile(
+    r"^[ \t]*#[ \t]*include[ \t]*<(cstdint|cstddef|cstring|string|string_view|vector|map|set|list|array|"
+    r"bitset|deque|queue|stack|forward_list|unordered_map|unordered_set|memory|utility|type_traits|"
+    r"functional|algorithm|atomic|mutex|thread|chrono|limits|tuple|optional|variant|(i|o|io|s)stream)>"
+    r"|^[ \t]*template[ \t]*<|^[ \t]*(class|(using[ \t]+)?namespace)[ \t]+\w+"
+    r"|^[ \t]*(public|private|protected):[ \t]*$|^[ \t]*try[ \t]*\{|\bstd::\w", re.M)
+
+
+def language_of(path: str, text: str) -> str:
+    """The language a file is read in: its extension's (`language_for`), except a `.h` header
+    whose text is C++ (`_CPP_HEADER`), read by the C++ grammar."""
+    language = language_for(path)
+    if language == "c" and suffix_of(path).lower() == ".h" and _CPP_HEADER.search(text):
+        return "cpp"
+    return language
 
 
 @functools.cache

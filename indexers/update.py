@@ -27,7 +27,7 @@ from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
 from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
-from mcp_retrieval.indexers.languages import language_for, looks_generated
+from mcp_retrieval.indexers.languages import language_of, looks_generated
 from mcp_retrieval.indexers.lexical import ANALYZER_VERSION
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
@@ -214,7 +214,7 @@ class Indexer:
             if old is not None and old.sha256 == sha:  # touched, not changed
                 touched.append(record)
                 continue
-            language = language_for(entry.path)
+            language = language_of(entry.path, text)
             tree = parse(text, language)
             chunks = chunk_file(entry.path, text, language, tree)
             if chunks and looks_generated(text):

@@ -13,7 +13,7 @@ from enum import Enum
 from pathlib import Path
 
 from mcp_retrieval.indexers.chunk import chunk_file
-from mcp_retrieval.indexers.languages import language_for
+from mcp_retrieval.indexers.languages import language_of
 from mcp_retrieval.indexers.safe_read import read_inside, stat_many
 from mcp_retrieval.indexers.store import Store, StoredChunk
 from mcp_retrieval.indexers.tokens import budget_counts
@@ -97,7 +97,7 @@ def rechunk(root: Path, path: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> l
     if isinstance(source, str):
         return []
     text, _ = source
-    chunks = chunk_file(path, text, language_for(path))
+    chunks = chunk_file(path, text, language_of(path, text))
     tokens = budget_counts([c.text for c in chunks]) if chunks else []
     return [StoredChunk(c.id, c.path, c.start_line, c.end_line, c.symbol, c.kind, c.language, c.header, c.text,
                         c.sha256, t, False) for c, t in zip(chunks, tokens)]

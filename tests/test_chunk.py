@@ -1,3 +1,5 @@
+import pytest
+
 from mcp_retrieval.indexers.analysis import split_identifier, terms
 from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
 from mcp_retrieval.indexers.languages import language_for
@@ -92,3 +94,92 @@ def test_a_c_files_banner_and_includes_are_not_its_first_functions_comments():
     py = "# if the cache is cold, build it first\n# (the walk is slow)\ndef warm(cache):\n" + "    cache.fill()\n" * 40
     warm = next(ch for ch in chunk_file("cache.py", py, "python") if ch.symbol == "warm")
     assert warm.text.startswith("# if the cache is cold")
+
+
+def test_a_cpp_header_named_dot_h_is_read_as_cpp_and_a_c_header_as_c():
+    """C++ libraries name their headers `.h` (abseil, simdjson, fmt): read by the C grammar a class
+    in a namespace was a parse error and its methods no definitions."""
+    from mcp_retrieval.indexers.languages import language_of
+
+    methods = "\n".join(f"  int size_{i}() const {{\n    int n = size_ * {i};\n    return n + offset_;\n  }}" for i in range(60))
+    cpp = (f"#pragma once\n#include <vector>\n\nnamespace absl {{\ntemplate <typename T>\nclass FixedArray {{\n public:\n"
+           f"{methods}\n private:\n  int size_;\n}};\n}}  // namespace absl\n")
+    assert language_of("absl/container/fixed_array.h", cpp) == "cpp"
+    def methods_found(language):
+        return [c.symbol for c in chunk_file("absl/container/fixed_array.h", cpp, language)
+                if (c.symbol or "").startswith("absl.FixedArray.size_")]
+    assert len(methods_found("cpp")) >= 2 and not methods_found("c")
+    c = ('#ifndef CJSON_H\n#define CJSON_H\n#include <string.h>\n#ifdef __cplusplus\nextern "C" {\n#endif\n'
+         "typedef struct cJSON { struct cJSON *next; int type; } cJSON;\nvoid cJSON_Delete(cJSON *item);\n"
+         "#ifdef __cplusplus\n}\n#endif\n#endif\n")
+    assert language_of("cJSON.h", c) == "c" and language_of("src/cJSON.c", cpp) == "c"
+
+
+def test_a_line_of_one_macro_name_does_not_swallow_the_definitions_below_it():
+    """`ABSL_NAMESPACE_BEGIN` alone on a line reads to the C and C++ grammars as the start of a
+    declaration: the enum and functions after it were lost, most of abseil's definitions with them."""
+    body = "\n".join(f"  k{name} = {i}," for i, name in enumerate("Ok Cancelled Unknown Invalid Deadline".split()))
+    funcs = "\n".join(f"inline int Code{i}(int x) {{\n  return x * {i} + {i};\n}}\n" for i in range(90))
+    text = (f"#include <string>\nnamespace absl {{\nABSL_NAMESPACE_BEGIN\n\nenum class StatusCode : int {{\n{body}\n}};\n\n"
+            f"{funcs}\nABSL_NAMESPACE_END\n}}  // namespace absl\n")
+    symbols = {c.symbol for c in chunk_file("absl/status/status.h", text, "cpp")}
+    assert any(s and s.endswith("StatusCode") for s in symbols), symbols
+    assert any(s and s.endswith("Code7") for s in symbols), symbols
+    assert all(c.text.count("\n") + 1 == c.end_line - c.start_line + 1 for c in chunk_file("s.h", text, "cpp"))
+    assert "ABSL_NAMESPACE_BEGIN" in "".join(c.text for c in chunk_file("s.h", text, "cpp"))  # kept in the chunks
+
+
+def test_definitions_the_parser_recovered_inside_an_error_are_definitions():
+    """A brace opened under one `#ifdef` and closed under another (curl's `else {` for Unix
+    sockets) is more than the grammar can fit: the whole `#ifndef` block around it became one ERROR
+    node and its functions line windows (curl's `cf-haproxy.c` kept 1 of its 9 definitions)."""
+    funcs = "\n".join(f"static int haproxy_step{i}(int state)\n{{\n  if(state > {i})\n    return state - {i};\n"
+                      f"  return {i};\n}}\n" for i in range(30))
+    split = ("static int haproxy_format(int unix_socket)\n{\n  int result;\n#ifdef USE_UNIX_SOCKETS\n"
+             "  if(unix_socket)\n    result = 1;\n  else {\n#endif\n  result = 2;\n#ifdef USE_UNIX_SOCKETS\n  }\n"
+             "#endif\n  return result;\n}\n\n")
+    text = ('#include "curl_setup.h"\n\n#ifndef CURL_DISABLE_PROXY\n#include "urldata.h"\n\n'
+            f"{split}{funcs}\n#endif /* CURL_DISABLE_PROXY */\n")
+    steps = {c.symbol for c in chunk_file("lib/cf-haproxy.c", text, "c") if (c.symbol or "").startswith("haproxy_step")}
+    assert len(steps) >= 10, steps
+
+
+@pytest.mark.parametrize("language,path", [("tsx", "src/ui/cookies-modal.tsx"), ("javascript", "lib/modal.js")])
+def test_an_exported_arrow_function_is_a_definition(language, path):
+    """`export const CookiesModal = ({ onHide }) => {...}`: the way most JS/TS modules define their
+    functions and React components; it was read as line windows without a name."""
+    body = "\n".join(f"  const value{i} = useSetting({i});" for i in range(80))
+    text = (f"import {{ useSetting }} from './settings';\n\n/** The cookies of a workspace. */\n"
+            f"export const CookiesModal = ({{ onHide }}) => {{\n{body}\n  return onHide;\n}};\n\n"
+            f"export const closeAll = function () {{\n  return null;\n}};\n\n"
+            f"export const SvgIcon = memo((props) => {{\n  const size = props.size ?? 16;\n  const label = props.label;\n"
+            f"  const view = `0 0 ${{size}} ${{size}}`;\n  return render(view, size, label, props.fill);\n}});\n")
+    chunks = chunk_file(path, text, language)
+    modal = [c for c in chunks if c.symbol == "CookiesModal"]
+    assert modal and modal[0].kind == "function" and modal[0].text.startswith("export const CookiesModal"), chunks
+    assert all(len(c.text) <= 2400 for c in chunks)  # a long one is cut between its statements
+    assert {"closeAll", "SvgIcon"} <= {c.symbol for c in chunks}
+
+
+@pytest.mark.parametrize("language,path,text,name", [
+    ("java", "gson/annotations/Expose.java",
+     "package com.google.gson.annotations;\n\n@Retention(RetentionPolicy.RUNTIME)\n@Target(ElementType.FIELD)\n"
+     "public @interface Expose {\n  public boolean serialize() default true;\n  public boolean deserialize() default true;\n}\n",
+     "Expose"),
+    ("scala", "cats/data/package.scala",
+     "package cats\n\npackage object data {\n  type NonEmptyStream[A] = OneAnd[Stream, A]\n"
+     "  def NonEmptyStream[A](head: A, tail: A*): NonEmptyStream[A] = OneAnd(head, tail.toStream)\n}\n",
+     "data"),
+])
+def test_annotation_types_and_package_objects_are_definitions(language, path, text, name):
+    assert name in {c.symbol for c in chunk_file(path, text, language)}
+
+
+def test_the_methods_of_class_self_are_the_class_methods():
+    """Ruby's `class << self` holds a class's own methods (Jekyll's `Command.subclasses`): they were
+    lines of the class, not definitions."""
+    long_body = "\n".join(f"        site.process({i})" for i in range(150))
+    text = (f"module Jekyll\n  class Command\n    class << self\n      def subclasses\n        @subclasses ||= []\n"
+            f"      end\n\n      def process_site(site)\n{long_body}\n      end\n    end\n  end\nend\n")
+    symbols = {c.symbol for c in chunk_file("lib/jekyll/command.rb", text, "ruby")}
+    assert {"Jekyll.Command.subclasses", "Jekyll.Command.process_site"} <= symbols, symbols
