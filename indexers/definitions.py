@@ -132,17 +132,19 @@ def _unwrap(node, defs):
                 return child, node, kind
             # `export const Modal = () => {...}`: how most JS/TS modules define their functions and
             # components (a fifth of the JS/TS files over 3 kB were line windows, BENCHMARKS 62d)
-            if child.type in _WRAPPERS or child.type in _DECLARATIONS:
+            if child.type in _WRAPPERS or child.type in _DECLARATIONS or child.type == "assignment_expression":
                 inner = _unwrap(child, defs)
                 if inner:
                     return inner[0], node, inner[2]
     if node.type in _DECLARATIONS:  # const f = () => {...}
         for decl in node.named_children:
             value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
-            if value is not None and (value.type in _FUNCTIONS or _wrapped_function(value) is not None):
+            if _function_value(value) is not None:
                 return decl, node, "function"
             if decl.type in _ZIG_CONTAINERS:  # Zig: `pub const List = struct { ... };`
                 return node, node, "class"
+    if node.type == "assignment_expression" and _function_value(node.child_by_field_name("right")) is not None:
+        return node, node, "function"  # CommonJS: `res.status = function status(code) {...}` (express, koa)
     if node.type == "assignment_statement" or (node.type == "variable_declaration" and node.named_children
                                                and node.named_children[0].type == "assignment_statement"):
         assign = node if node.type == "assignment_statement" else node.named_children[0]  # Lua: M.f = function
@@ -150,6 +152,13 @@ def _unwrap(node, defs):
         if values and values[0].named_children and values[0].named_children[0].type == "function_definition":
             return assign, node, "function"
     return None
+
+
+def _function_value(value):
+    """The function a JS/TS value is, or wraps (`_wrapped_function`); None for anything else."""
+    if value is None:
+        return None
+    return value if value.type in _FUNCTIONS else _wrapped_function(value)
 
 
 def _wrapped_function(value):
@@ -205,6 +214,8 @@ def def_name(node) -> str | None:
         return f"test {_text(label)}".strip()
     if node.type == "variable_declaration":  # Zig: `const Name = struct { ... }`
         return next((_text(c) for c in node.named_children if c.type == "identifier"), None)
+    if node.type == "assignment_expression":  # JS: `Router.prototype.route = function ...` is `Router.route`
+        return _text(node.child_by_field_name("left")).replace(".prototype.", ".")
     if node.type == "assignment_statement":  # Lua: `M.name = function ... end`
         names = next((c for c in node.named_children if c.type == "variable_list"), None)
         return _text(names).replace(":", ".") if names is not None else None
@@ -247,9 +258,9 @@ def _text(node) -> str:
 
 def body(node):
     """The node holding a definition's members or statements, or None."""
-    if node.type == "variable_declarator" and (value := node.child_by_field_name("value")) is not None:
-        function = value if value.type in _FUNCTIONS else _wrapped_function(value)
-        return body(function) if function is not None else None  # `const f = () => {...}`: its statements
+    if node.type in ("variable_declarator", "assignment_expression"):  # `const f = () => {...}`: its statements
+        function = _function_value(node.child_by_field_name("value" if node.type == "variable_declarator" else "right"))
+        return body(function) if function is not None else None
     for name in _BODY_FIELDS:
         found = node.child_by_field_name(name)
         if found is not None:

@@ -183,3 +183,15 @@ def test_the_methods_of_class_self_are_the_class_methods():
             f"      end\n\n      def process_site(site)\n{long_body}\n      end\n    end\n  end\nend\n")
     symbols = {c.symbol for c in chunk_file("lib/jekyll/command.rb", text, "ruby")}
     assert {"Jekyll.Command.subclasses", "Jekyll.Command.process_site"} <= symbols, symbols
+
+
+def test_a_function_assigned_to_a_property_is_a_definition():
+    """CommonJS modules (express, koa) define their methods as `app.use = function use(fn) {...}`:
+    express's `application.js` was sixty-line windows without a name."""
+    body = "\n".join(f"  this.stack.push(layer{i});" for i in range(30))
+    text = ("'use strict';\nvar app = exports = module.exports = {};\n\n/**\n * Proxy `Router#use()`.\n */\n"
+            f"app.use = function use(fn) {{\n{body}\n  return this;\n}};\n\n"
+            f"/**\n * A route for `path`.\n */\nRouter.prototype.route = function route(path) {{\n{body}\n  return path;\n}};\n")
+    chunks = chunk_file("lib/application.js", text, "javascript")
+    assert next(c for c in chunks if c.symbol == "app.use").kind == "function"
+    assert next(c for c in chunks if c.symbol == "Router.route").text.startswith("/**\n * A route")
