@@ -66,6 +66,10 @@ _ZIG_CONTAINERS = ("struct_declaration", "enum_declaration", "union_declaration"
 
 _DECLARATIONS = ("lexical_declaration", "variable_declaration")
 _FUNCTIONS = ("arrow_function", "function_expression", "function")
+# JS/TS nodes that bind a name to a value, and the field holding the value: a definition when the
+# value is a function (`_function_value`)
+_VALUE_FIELD = {"variable_declarator": "value", "assignment_expression": "right", "public_field_definition": "value",
+                "field_definition": "value"}
 _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration", "ambient_declaration",
              "expression_statement"}
 # Containers whose definitions are read as if at their level: a C# `namespace X { ... }` (or PHP's
@@ -75,10 +79,11 @@ _WRAPPERS = {"decorated_definition", "export_statement", "template_declaration",
 # blocks (`#ifdef X ... #else ... #endif`, around much of a C library) and C++'s `extern "C" { }`.
 # So is an ERROR node: what the grammar could not fit (a brace opened under one `#ifdef` and closed
 # under another) wraps whole blocks whose definitions it still recovered (BENCHMARKS 62c).
-# Ruby's `class << self` holds the class's own methods: they are the class's members.
+# Ruby's `class << self` holds the class's own methods: they are the class's members; so are the
+# methods of a Java enum after its constants and those of a Scala 3 `extension`.
 _TRANSPARENT = {"namespace_declaration", "namespace_definition", "linkage_specification", "singleton_class"}
 _TRANSPARENT_LISTS = {"declarations", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif", "ERROR",
-                      "preproc_elifdef"}
+                      "preproc_elifdef", "enum_body_declarations", "extension_definition"}
 _BODY_FIELDS = ("body", "declaration_list", "declarations")
 _BODY_TYPES = ("class_body", "declaration_list", "field_declaration_list", "block", "interface_body", "enum_body",
                "statement_block", "do_block", "body_statement", *_ZIG_CONTAINERS)
@@ -145,6 +150,9 @@ def _unwrap(node, defs):
                 return node, node, "class"
     if node.type == "assignment_expression" and _function_value(node.child_by_field_name("right")) is not None:
         return node, node, "function"  # CommonJS: `res.status = function status(code) {...}` (express, koa)
+    if node.type in ("public_field_definition", "field_definition") and \
+            _function_value(node.child_by_field_name("value")) is not None:
+        return node, node, "function"  # a class field holding a function: `handleClick = () => {...}`
     if node.type == "assignment_statement" or (node.type == "variable_declaration" and node.named_children
                                                and node.named_children[0].type == "assignment_statement"):
         assign = node if node.type == "assignment_statement" else node.named_children[0]  # Lua: M.f = function
@@ -167,7 +175,12 @@ def _wrapped_function(value):
     if value.type != "call_expression":
         return None
     arguments = value.child_by_field_name("arguments")
-    return next((a for a in (arguments.named_children if arguments is not None else ()) if a.type in _FUNCTIONS), None)
+    for argument in arguments.named_children if arguments is not None else ():
+        if argument.type in _FUNCTIONS:
+            return argument
+        if argument.type == "call_expression" and (inner := _wrapped_function(argument)) is not None:
+            return inner  # `memo(forwardRef((props, ref) => ...))`
+    return None
 
 
 def _kotlin_receiver(node, name) -> str | None:
@@ -219,7 +232,7 @@ def def_name(node) -> str | None:
     if node.type == "assignment_statement":  # Lua: `M.name = function ... end`
         names = next((c for c in node.named_children if c.type == "variable_list"), None)
         return _text(names).replace(":", ".") if names is not None else None
-    name = node.child_by_field_name("name")
+    name = node.child_by_field_name("property" if node.type == "field_definition" else "name")  # JS class field
     if name is not None and node.type == "function_declaration" and (receiver := _kotlin_receiver(node, name)):
         return f"{receiver}.{_text(name)}"  # Kotlin `fun String.toSlug()`: named as it is called, `String.toSlug`
     if name is not None:
@@ -258,8 +271,8 @@ def _text(node) -> str:
 
 def body(node):
     """The node holding a definition's members or statements, or None."""
-    if node.type in ("variable_declarator", "assignment_expression"):  # `const f = () => {...}`: its statements
-        function = _function_value(node.child_by_field_name("value" if node.type == "variable_declarator" else "right"))
+    if node.type in _VALUE_FIELD:  # `const f = () => {...}`: the function's statements
+        function = _function_value(node.child_by_field_name(_VALUE_FIELD[node.type]))
         return body(function) if function is not None else None
     for name in _BODY_FIELDS:
         found = node.child_by_field_name(name)

@@ -195,3 +195,22 @@ def test_a_function_assigned_to_a_property_is_a_definition():
     chunks = chunk_file("lib/application.js", text, "javascript")
     assert next(c for c in chunks if c.symbol == "app.use").kind == "function"
     assert next(c for c in chunks if c.symbol == "Router.route").text.startswith("/**\n * A route")
+
+
+@pytest.mark.parametrize("language,path,text,names", [
+    ("typescript", "src/ui/editor.ts",
+     "class Editor extends Component {\n  handleClick = () => {\n" + "    this.count += 1;\n" * 80 + "  };\n"
+     "  static create = function () {\n" + "    return new Editor();\n" * 80 + "  };\n}\n"
+     "export const CodeEditor = memo(forwardRef((props, ref) => {\n" + "  const view = useView(props);\n" * 80 + "  return view;\n}));\n",
+     {"Editor.handleClick", "Editor.create", "CodeEditor"}),
+    ("javascript", "lib/editor.js",
+     "class Editor {\n  handleClick = () => {\n" + "    this.count += 1;\n" * 150 + "  };\n}\n",
+     {"Editor.handleClick"}),
+    ("java", "core/JsonReadFeature.java",
+     "public enum JsonReadFeature {\n  ALLOW_COMMENTS(false),\n  ALLOW_NAN(false);\n\n  private final boolean _default;\n\n"
+     "  public boolean enabledByDefault() {\n" + "    int x = 1;\n" * 120 + "    return _default;\n  }\n\n"
+     "  public int getMask() {\n" + "    int y = 2;\n" * 120 + "    return 1;\n  }\n}\n",
+     {"JsonReadFeature.enabledByDefault", "JsonReadFeature.getMask"}),
+])
+def test_class_fields_holding_functions_and_enum_methods_are_definitions(language, path, text, names):
+    assert names <= {c.symbol for c in chunk_file(path, text, language)}
