@@ -131,11 +131,10 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
     for seg in segs:
         if seg.start > cursor:  # uncovered lines: imports and statements, or only comments
             gap = [line.strip() for line in lines[cursor: seg.start]]
-            if all(not g or _is_comment(g) for g in gap):
-                nonblank = [i for i, g in enumerate(gap) if g]
-                if nonblank:  # leading comments belong to the definition they precede
-                    seg.start = cursor + nonblank[0]
-            else:
+            nonblank = [i for i, g in enumerate(gap) if g]
+            if nonblank and all(not g or _is_comment(g) for g in gap) and _leads(gap[nonblank[0]:]):
+                seg.start = cursor + nonblank[0]  # leading comments belong to the definition they precede
+            elif nonblank:
                 filled.extend(_windows(cursor, seg.start - 1, None, "module", []))
         seg.start = max(seg.start, cursor)
         if seg.end >= seg.start:
@@ -160,6 +159,14 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
 
 # `#if` is a C directive, `# if` a comment (Python, shell, Ruby)
 _DIRECTIVE = re.compile(r"#(include|define|undef|if|ifdef|ifndef|elif|else|endif|pragma|import|error|line)\b")
+
+
+def _leads(comment: list[str]) -> bool:
+    """Whether a block of comment lines goes with the definition below it: not a Rust inner doc
+    comment (`//!`, `/*!`: the crate's or module's own documentation, axum's 550 lines of it), and
+    not longer than a chunk (a 377-line doc comment made ripgrep's `struct JSON` one 16 kB chunk);
+    such a block is the file's own windows."""
+    return not comment[0].startswith(("//!", "/*!")) and sum(len(c) + 1 for c in comment) <= MAX_CHARS
 
 
 def _is_comment(line: str) -> bool:

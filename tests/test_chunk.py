@@ -214,3 +214,19 @@ def test_a_function_assigned_to_a_property_is_a_definition():
 ])
 def test_class_fields_holding_functions_and_enum_methods_are_definitions(language, path, text, names):
     assert names <= {c.symbol for c in chunk_file(path, text, language)}
+
+
+def test_a_crates_own_docs_and_an_overlong_doc_comment_stay_with_the_file():
+    """`//!` documents the crate or module it is in, not the item below it (axum's 550 lines of crate
+    docs were one 19 kB chunk named after `mod macros`); a doc comment longer than a chunk is read
+    in the file's own windows (ripgrep's `struct JSON` was one 16 kB chunk)."""
+    crate_docs = "".join(f"//! Line {i} of what the crate does and how routing works.\n" for i in range(200))
+    fields = "".join(f"    route_{i}: Route,\n" for i in range(12))
+    text = crate_docs + f"\npub(crate) mod macros;\n\n/// A short doc.\npub struct Router {{\n{fields}}}\n"
+    chunks = chunk_file("axum/src/lib.rs", text, "rust")
+    assert next(c for c in chunks if c.symbol == "macros").text.startswith("pub(crate) mod macros")
+    assert next(c for c in chunks if c.symbol == "Router").text.startswith("/// A short doc.")
+    assert all(len(c.text) <= 2 * 2400 for c in chunks)
+    long_doc = "".join(f"/// Field {i}: what the JSON printer writes for it, in detail.\n" for i in range(120))
+    chunks = chunk_file("printer/src/json.rs", long_doc + "pub struct JSON<W> {\n    wtr: W,\n}\n", "rust")
+    assert next(c for c in chunks if c.symbol == "JSON").text.startswith("pub struct JSON")
