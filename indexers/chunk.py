@@ -28,7 +28,11 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # directives (`#include`, `#define`) are not comments: a file's banner and includes no longer join
 # its first function. 9: a `.h` header whose text is C++ is read by the C++ grammar
 # (`languages.language_of`); C/C++ lines of one macro name parsed as blank; definitions the parser
-# recovered inside an ERROR node are definitions (`definitions._TRANSPARENT_LISTS`).
+# recovered inside an ERROR node are definitions; JS/TS functions bound by `export const`, by a
+# wrapping call, by a property assignment or a class field are definitions, as are Java enum
+# methods, Ruby `class << self` methods, Java `@interface` and Scala package objects and extensions;
+# Rust inner docs and comment blocks longer than a chunk no longer lead the next definition
+# (docs/BENCHMARKS.md 62c-62e).
 CHUNKER_VERSION = "9"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
