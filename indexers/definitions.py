@@ -136,7 +136,7 @@ def _unwrap(node, defs):
             if (kind := _kind(child, defs)) is not None:
                 return child, node, kind
             # `export const Modal = () => {...}`: how most JS/TS modules define their functions and
-            # components (a fifth of the JS/TS files over 3 kB were line windows, BENCHMARKS 62d)
+            # components (a fifth of the JS/TS files over 3 kB were line windows, BENCHMARKS 62c)
             if child.type in _WRAPPERS or child.type in _DECLARATIONS or child.type == "assignment_expression":
                 inner = _unwrap(child, defs)
                 if inner:

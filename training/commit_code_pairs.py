@@ -50,7 +50,7 @@ def query_of(message: str) -> str:
 def pairs_of(git_dir: Path, repo: str, per_repo: int, scan: int) -> list[dict]:
     from mcp_retrieval.indexers.chunk import chunk_file
     from mcp_retrieval.indexers.embed import embed_text
-    from mcp_retrieval.indexers.languages import language_for
+    from mcp_retrieval.indexers.languages import language_of
     from training.collect import described_commits
 
     out: list[dict] = []
@@ -62,7 +62,7 @@ def pairs_of(git_dir: Path, repo: str, per_repo: int, scan: int) -> list[dict]:
             changed = changed_lines(git_dir, sha, path)
             if not text or not changed:
                 continue  # a pure deletion leaves no changed line after the commit
-            chunks = [c for c in chunk_file(path, text[:200_000], language_for(path)) if not c.generated]
+            chunks = [c for c in chunk_file(path, text[:200_000], language_of(path, text)) if not c.generated]
             hits = [(len(changed.intersection(range(c.start_line, c.end_line + 1))), c) for c in chunks]
             best = max(hits, key=lambda h: h[0], default=(0, None))
             if best[0]:

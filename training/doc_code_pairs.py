@@ -64,14 +64,14 @@ def doc_and_code(text: str, language: str) -> tuple[str, str] | None:
 def pairs_of(repo: Path, per_repo: int, rng: random.Random) -> list[dict]:
     from mcp_retrieval.indexers.chunk import chunk_file
     from mcp_retrieval.indexers.embed import embed_text
-    from mcp_retrieval.indexers.languages import language_for
+    from mcp_retrieval.indexers.languages import language_of
     from training.trees import source_files
 
     out: list[dict] = []
     for rel, text in source_files(repo, rng):
         if len(out) >= per_repo:
             break
-        for chunk in chunk_file(rel, text, language_for(rel)):
+        for chunk in chunk_file(rel, text, language_of(rel, text)):
             if chunk.generated or chunk.kind not in ("function", "method", "class"):
                 continue
             found = doc_and_code(chunk.text, chunk.language)

@@ -33,7 +33,7 @@ SEED = 0
 def sample_inputs(trees: list[Path], per_repo: int, total: int, per_file: int = 3) -> list[str]:
     from mcp_retrieval.indexers.chunk import chunk_file
     from mcp_retrieval.indexers.embed import embed_text
-    from mcp_retrieval.indexers.languages import language_for
+    from mcp_retrieval.indexers.languages import language_of
     from training.trees import source_files
 
     rng = random.Random(SEED)
@@ -44,7 +44,7 @@ def sample_inputs(trees: list[Path], per_repo: int, total: int, per_file: int = 
             for rel, text in source_files(repo, rng):
                 if len(taken) >= per_repo:
                     break
-                chunks = chunk_file(rel, text, language_for(rel))
+                chunks = chunk_file(rel, text, language_of(rel, text))
                 rng.shuffle(chunks)
                 taken += [embed_text(c.header, c.text) for c in chunks[:per_file]]
             inputs.update(dict.fromkeys(taken[:per_repo]))
