@@ -79,6 +79,13 @@ class _Seg:
 _LONE_MACRO = re.compile(rb"^[ \t]*[A-Z_][A-Z0-9_]{2,}[ \t]*(\(\))?[ \t\r]*$", re.M)
 
 
+# What a Rust macro's braces hold when they hold items: tokio's `cfg_rt! { pub fn spawn ... }` gates
+# whole modules' worth of functions behind its `cfg_*!` macros, `pin_project! { pub struct ... }`
+# and hyper's `ffi_fn! { fn ... }` wrap definitions (BENCHMARKS 62f).
+_RUST_ITEMS = re.compile(rb"\s*(#!?\[|///|//!|pub\b|fn\b|async\s+fn\b|unsafe\b|struct\b|enum\b|impl\b|mod\b|"
+                         rb"use\b|trait\b|type\b|extern\b|macro_rules!)")
+
+
 def parse(text: str, language: str):
     """The tree-sitter tree of a code file, or None (unknown language, broken grammar)."""
     if language not in GRAMMAR_LANGUAGES:
@@ -90,9 +97,36 @@ def parse(text: str, language: str):
         data = text.encode("utf-8", "surrogatepass")
         if language in ("c", "cpp"):
             data = _LONE_MACRO.sub(lambda m: b" " * len(m.group(0)), data)
-        return ts_parser.parse(data)
+        tree = ts_parser.parse(data)
+        for _ in range(3):  # a macro of items inside another (`cfg_rt! { cfg_net! { ... } }`)
+            if language != "rust" or (opened := _open_item_macros(tree, data, ts_parser)) is None:
+                break
+            data = opened
+            tree = ts_parser.parse(data)
+        return tree
     except Exception:
         return None
+
+
+def _open_item_macros(tree, data: bytes, ts_parser) -> bytes | None:
+    """The source with each top-level Rust macro whose braces hold items opened: its `name! {` and
+    its closing `}` parsed as spaces (newlines kept, so every position holds), its items then read
+    as the file's own. Braces whose text alone does not parse as items stay shut (serde's
+    `seq_impl! { #[cfg(...)] Vec<T> }`: attributes, then a macro's own syntax). None when none opens."""
+    spans = []
+    for node in tree.root_node.named_children:
+        tokens = node.named_children[-1] if node.type == "macro_invocation" and node.named_children else None
+        if tokens is None or tokens.type != "token_tree" or data[tokens.start_byte:tokens.start_byte + 1] != b"{":
+            continue
+        if _RUST_ITEMS.match(data, tokens.start_byte + 1) and \
+                not ts_parser.parse(data[tokens.start_byte + 1:tokens.end_byte - 1]).root_node.has_error:
+            spans += [(node.start_byte, tokens.start_byte + 1), (tokens.end_byte - 1, tokens.end_byte)]
+    if not spans:
+        return None
+    out = bytearray(data)
+    for start, end in spans:
+        out[start:end] = bytes(b if b == 10 else 32 for b in data[start:end])
+    return bytes(out)
 
 
 def chunk_file(path: str, text: str, language: str, tree=None) -> list[Chunk]:

@@ -230,3 +230,18 @@ def test_a_crates_own_docs_and_an_overlong_doc_comment_stay_with_the_file():
     long_doc = "".join(f"/// Field {i}: what the JSON printer writes for it, in detail.\n" for i in range(120))
     chunks = chunk_file("printer/src/json.rs", long_doc + "pub struct JSON<W> {\n    wtr: W,\n}\n", "rust")
     assert next(c for c in chunks if c.symbol == "JSON").text.startswith("pub struct JSON")
+
+
+def test_the_items_inside_a_rust_macros_braces_are_definitions():
+    """tokio gates whole modules behind `cfg_rt! { ... }`, pin-project wraps structs in
+    `pin_project! { ... }`: their items were one macro's tokens. Braces that do not hold items
+    (serde's `seq_impl! { #[cfg(...)] Vec<T> }`) stay shut and break nothing around them."""
+    body = "\n".join(f"        run({i});" for i in range(60))
+    text = (f"cfg_rt! {{\n    /// Spawns a task.\n    pub fn spawn<F>(f: F) {{\n{body}\n    }}\n\n"
+            f"    pub fn block_on<F>(f: F) {{\n{body}\n    }}\n}}\n\n"
+            "seq_impl! {\n    #[cfg(feature = \"std\")]\n    Vec<T>\n}\n\n"
+            f"pub fn after_the_macros() {{\n{body}\n}}\n")
+    chunks = chunk_file("tokio/src/task/spawn.rs", text, "rust")
+    assert {"spawn", "block_on", "after_the_macros"} <= {c.symbol for c in chunks}
+    assert [c.start_line for c in chunks] == sorted(c.start_line for c in chunks)
+    assert "".join(c.text + "\n" for c in chunks).count("cfg_rt! {") == 1  # the text is the file's own
