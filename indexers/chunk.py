@@ -31,8 +31,8 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # recovered inside an ERROR node are definitions; JS/TS functions bound by `export const`, by a
 # wrapping call, by a property assignment or a class field are definitions, as are Java enum
 # methods, Ruby `class << self` methods, Java `@interface` and Scala package objects and extensions;
-# Rust inner docs and comment blocks longer than a chunk no longer lead the next definition
-# (docs/BENCHMARKS.md 62c-62e).
+# Rust inner docs and comment blocks longer than a chunk no longer lead the next definition; the
+# items inside a Rust macro's braces are definitions (docs/BENCHMARKS.md 62c-62f).
 CHUNKER_VERSION = "9"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
@@ -116,7 +116,8 @@ def _open_item_macros(tree, data: bytes, ts_parser) -> bytes | None:
     spans = []
     for node in tree.root_node.named_children:
         tokens = node.named_children[-1] if node.type == "macro_invocation" and node.named_children else None
-        if tokens is None or tokens.type != "token_tree" or data[tokens.start_byte:tokens.start_byte + 1] != b"{":
+        if tokens is None or tokens.type != "token_tree" or data[tokens.start_byte:tokens.start_byte + 1] != b"{" \
+                or data[tokens.end_byte - 1:tokens.end_byte] != b"}":
             continue
         if _RUST_ITEMS.match(data, tokens.start_byte + 1) and \
                 not ts_parser.parse(data[tokens.start_byte + 1:tokens.end_byte - 1]).root_node.has_error:
@@ -169,10 +170,12 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
     for seg in segs:
         if seg.start > cursor:  # uncovered lines: imports and statements, or only comments
             gap = [line.strip() for line in lines[cursor: seg.start]]
-            nonblank = [i for i, g in enumerate(gap) if g]
-            if nonblank and all(not g or _is_comment(g) for g in gap) and _leads(gap[nonblank[0]:]):
-                seg.start = cursor + nonblank[0]  # leading comments belong to the definition they precede
-            elif nonblank:
+            lead = _leading_comment(gap) if all(not g or _is_comment(g) for g in gap) else None
+            if lead is not None:  # the comment right above a definition belongs to it
+                if any(gap[:lead]):
+                    filled.extend(_windows(cursor, cursor + lead - 1, None, "module", []))
+                seg.start = cursor + lead
+            elif any(gap):
                 filled.extend(_windows(cursor, seg.start - 1, None, "module", []))
         seg.start = max(seg.start, cursor)
         if seg.end >= seg.start:
@@ -199,12 +202,16 @@ def _merge(segs: list[_Seg], lines: list[str]) -> list[_Seg]:
 _DIRECTIVE = re.compile(r"#(include|define|undef|if|ifdef|ifndef|elif|else|endif|pragma|import|error|line)\b")
 
 
-def _leads(comment: list[str]) -> bool:
-    """Whether a block of comment lines goes with the definition below it: not a Rust inner doc
-    comment (`//!`, `/*!`: the crate's or module's own documentation, axum's 550 lines of it), and
-    not longer than a chunk (a 377-line doc comment made ripgrep's `struct JSON` one 16 kB chunk);
-    such a block is the file's own windows."""
-    return not comment[0].startswith(("//!", "/*!")) and sum(len(c) + 1 for c in comment) <= MAX_CHARS
+def _leading_comment(gap: list[str]) -> int | None:
+    """Where, in a gap of comment lines (stripped) above a definition, the definition's own comment
+    begins: after any Rust inner doc comment (`//!`, `/*!`: the crate's or module's documentation,
+    axum's 550 lines of it), and None when there is none or it is longer than a chunk (a 377-line
+    doc comment made ripgrep's `struct JSON` one 16 kB chunk). The rest is the file's own windows."""
+    inner = [i for i, line in enumerate(gap) if line.startswith(("//!", "/*!"))]
+    own = [i for i in range(inner[-1] + 1 if inner else 0, len(gap)) if gap[i]]
+    if not own or sum(len(line) + 1 for line in gap[own[0]:]) > MAX_CHARS:
+        return None
+    return own[0]
 
 
 def _is_comment(line: str) -> bool:

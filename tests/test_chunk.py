@@ -222,9 +222,9 @@ def test_a_crates_own_docs_and_an_overlong_doc_comment_stay_with_the_file():
     in the file's own windows (ripgrep's `struct JSON` was one 16 kB chunk)."""
     crate_docs = "".join(f"//! Line {i} of what the crate does and how routing works.\n" for i in range(200))
     fields = "".join(f"    route_{i}: Route,\n" for i in range(12))
-    text = crate_docs + f"\npub(crate) mod macros;\n\n/// A short doc.\npub struct Router {{\n{fields}}}\n"
+    text = crate_docs + f"/// The routes.\npub(crate) mod macros;\n\n/// A short doc.\npub struct Router {{\n{fields}}}\n"
     chunks = chunk_file("axum/src/lib.rs", text, "rust")
-    assert next(c for c in chunks if c.symbol == "macros").text.startswith("pub(crate) mod macros")
+    assert next(c for c in chunks if c.symbol == "macros").text.startswith("/// The routes.\npub(crate) mod macros")
     assert next(c for c in chunks if c.symbol == "Router").text.startswith("/// A short doc.")
     assert all(len(c.text) <= 2 * 2400 for c in chunks)
     long_doc = "".join(f"/// Field {i}: what the JSON printer writes for it, in detail.\n" for i in range(120))
