@@ -94,7 +94,7 @@ class Indexer:
     @property
     def vectors(self) -> VectorIndex | None:
         """The vector table (None without an embedding model), opened on first use (`open_vectors`)."""
-        return self._vectors if self._vectors_opened else self.open_vectors()
+        return self.open_vectors()
 
     def open_vectors(self) -> VectorIndex | None:
         """Open the vector table once: check it against the store and the model (indexers/health.py).
