@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             for engine in workspace.engines.values():
                 _bring_up_to_date(engine)
-            from mcp_retrieval.server import render_context, render_packet
+            from mcp_retrieval.render import render_context, render_packet
 
             if args.command == "context":
                 r = workspace.context(args.query, budget_tokens=args.budget, debug=args.debug)

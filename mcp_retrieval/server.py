@@ -28,6 +28,7 @@ from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.classify import classify
 from mcp_retrieval.models import ContextResult, GraphResult, PacketResult, ReindexResult
 from mcp_retrieval.neutralize import neutralize, scrub
+from mcp_retrieval.render import render_context, render_json, render_packet
 from mcp_retrieval.sampling import HostOutcome, SamplingAsk, SamplingPlanner, host_question
 from mcp_retrieval.validate import BadRequest, check_query, check_turns
 
@@ -258,25 +259,6 @@ def _host_outcome(planner: SamplingPlanner, query: str, resolved: Any, recent_tu
         except Exception as exc:  # never fail the call over the optional stage
             return HostOutcome("error", f"understanding failed ({type(exc).__name__}); raw query used")
     return resolved if isinstance(resolved, HostOutcome) else HostOutcome("skipped", "off")
-
-
-def render_context(r: ContextResult, window: str) -> str:
-    return window  # the head line is part of the window, inside the budget
-
-
-def render_json(r, window: str = "") -> str:
-    return json.dumps(r.model_dump(mode="json"), indent=1)
-
-
-def render_packet(r: PacketResult, window: str = "") -> str:
-    if r.miss:  # an abstaining packet still lists its weak leads below the miss line
-        lines = [f"miss: {r.miss.reason}; next: {r.miss.escalate_to}" + (f" ({r.miss.detail})" if r.miss.detail else "")]
-    else:
-        lines = [f"know (confidence {r.know.confidence:.2f})"]
-    for i in r.items:
-        lines.append(f"{i.action:7} {i.path}:{i.start_line}-{i.end_line} {i.symbol or ''} "
-                     f"score={i.score:.3f} fresh={str(i.fresh).lower()} — {i.why}")
-    return "\n".join(lines)
 
 
 # Argument descriptions are kept short: every agent pays for them before its first call (the

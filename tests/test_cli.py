@@ -110,3 +110,17 @@ def test_without_root_the_workspace_is_the_git_work_tree_around_the_current_dire
     outside.mkdir()
     monkeypatch.chdir(outside)
     assert Config.resolve(index_dir=tmp_path / "idx").root == outside.resolve()
+
+
+def test_a_question_from_the_shell_does_not_load_the_mcp_sdk(workspace, tmp_path):
+    """The SDK costs a one-shot `packet` or `context` about a second and a half and renders nothing
+    the shell prints (`mcp_retrieval.render` does)."""
+    probe = ("import sys, runpy; sys.argv = ['mcp-retrieval', 'packet', 'handleCheckout', '--root', sys.argv[1], "
+             "'--index-dir', sys.argv[2]]\n"
+             "try:\n    runpy.run_module('mcp_retrieval', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             "print('SDK LOADED' if 'mcp.server' in sys.modules else 'SDK NOT LOADED')")
+    env = {"MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none", "PATH": "/usr/bin:/bin"}
+    r = subprocess.run([sys.executable, "-c", probe, str(workspace), str(tmp_path / "idx")], capture_output=True,
+                       text=True, env=env, timeout=300)
+    assert "server/main.go" in r.stdout, r.stderr
+    assert r.stdout.rstrip().endswith("SDK NOT LOADED"), r.stdout
