@@ -32,8 +32,10 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # wrapping call, by a property assignment or a class field are definitions, as are Java enum
 # methods, Ruby `class << self` methods, Java `@interface` and Scala package objects and extensions;
 # Rust inner docs and comment blocks longer than a chunk no longer lead the next definition; the
-# items inside a Rust macro's braces are definitions (docs/BENCHMARKS.md 62c-62f).
-CHUNKER_VERSION = "9"
+# items inside a Rust macro's braces are definitions (docs/BENCHMARKS.md 62c-62f). 10: a JS/TS
+# function bound by `export default` (anonymous: named `default`), or guarded there by `&&`/`||`,
+# is a definition (63d).
+CHUNKER_VERSION = "10"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60

@@ -141,6 +141,8 @@ def _unwrap(node, defs):
                 inner = _unwrap(child, defs)
                 if inner:
                     return inner[0], node, inner[2]
+    if node.type == "export_statement" and (function := _function_value(node.child_by_field_name("value"))):
+        return function, node, "function"  # `export default (req, res) => {...}`: a handler, a plugin, a page
     if node.type in _DECLARATIONS:  # const f = () => {...}
         for decl in node.named_children:
             value = decl.child_by_field_name("value") if decl.type == "variable_declarator" else None
@@ -163,9 +165,13 @@ def _unwrap(node, defs):
 
 
 def _function_value(value):
-    """The function a JS/TS value is, or wraps (`_wrapped_function`); None for anything else."""
+    """The function a JS/TS value is, or wraps (`_wrapped_function`), or is guarded by (axios's
+    `export default isHttpAdapterSupported && function httpAdapter(config) {...}`); None for
+    anything else."""
     if value is None:
         return None
+    if value.type == "binary_expression" and _text(value.child_by_field_name("operator")) in ("&&", "||"):
+        return _function_value(value.child_by_field_name("right"))
     return value if value.type in _FUNCTIONS else _wrapped_function(value)
 
 
@@ -227,6 +233,8 @@ def def_name(node) -> str | None:
         return f"test {_text(label)}".strip()
     if node.type == "variable_declaration":  # Zig: `const Name = struct { ... }`
         return next((_text(c) for c in node.named_children if c.type == "identifier"), None)
+    if node.type in _FUNCTIONS and node.child_by_field_name("name") is None:  # JS: `export default () => {...}`
+        return "default"  # the name JS gives it (an importer names it anew)
     if node.type == "assignment_expression":  # JS: `Router.prototype.route = function ...` is `Router.route`
         return _text(node.child_by_field_name("left")).replace(".prototype.", ".")
     if node.type == "assignment_statement":  # Lua: `M.name = function ... end`

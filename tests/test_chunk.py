@@ -161,6 +161,25 @@ def test_an_exported_arrow_function_is_a_definition(language, path):
     assert {"closeAll", "SvgIcon"} <= {c.symbol for c in chunks}
 
 
+@pytest.mark.parametrize("language,path,head,name", [
+    ("javascript", "api/index.js", "export default async (req, res) => {", "default"),
+    ("typescript", "src/index.ts", "export default declare((api, options) => {", "default"),
+    ("javascript", "lib/adapters/http.js", "export default isHttpAdapterSupported && function httpAdapter(config) {",
+     "httpAdapter"),
+])
+def test_a_default_exported_function_is_a_definition(language, path, head, name):
+    """A module whose one export is an anonymous or guarded function (a serverless handler, a Babel
+    plugin's `declare(api => ...)`, axios's `httpAdapter`) was read as line windows without a name."""
+    body = "\n".join(f"  const value{i} = await fetchStats(req.query.user, {i});" for i in range(70))
+    text = f"import {{ fetchStats }} from '../src/fetchers.js';\n\n/** Serves the card. */\n{head}\n{body}\n  return value1;\n}};\n"
+    if "declare(" in head:
+        text = text.rstrip().rstrip(";") + ");\n"
+    chunks = chunk_file(path, text, language)
+    named = [c for c in chunks if c.symbol == name]
+    assert named and named[0].kind == "function" and named[0].text.startswith(head), chunks
+    assert all(c.kind != "window" for c in chunks), chunks
+
+
 @pytest.mark.parametrize("language,path,text,name", [
     ("java", "gson/annotations/Expose.java",
      "package com.google.gson.annotations;\n\n@Retention(RetentionPolicy.RUNTIME)\n@Target(ElementType.FIELD)\n"
