@@ -25,7 +25,8 @@ _TEST_PATH = re.compile(r"(^|/)(tests?|testing|__tests__|__mocks__|spec|specs|te
                         r"test_?helpers?|[^/]+\.(Tests?|Specs?|UnitTests|IntegrationTests))(/|$)|"
                         r"(^|/)(test_[^/]*|[^/]*_(tests?|spec)\.\w+|conftest\.py|[^/]*\.(tests?|spec)\.\w+|"
                         r"test_?(utils?|helpers?|support)\.\w+|"
-                        r"[A-Z]\w*(Test|Tests|IT|Spec|Specs)\.(java|kt|scala|cs|groovy|php|swift|hs)|[^/]*\.bats)$")
+                        r"[A-Z]\w*(Test|Tests|IT|Spec|Specs)\.(java|kt|scala|cs|groovy|php|swift|hs)|[^/]*\.bats|"
+                        r"tests?\.rs)$")  # Rust's out-of-line `#[cfg(test)] mod tests;` (rayon, nushell, ruff)
 # A test inside a source file: Rust `#[cfg(test)] mod tests { ... }` (chunks under `tests::`), a Zig
 # `test "name" { ... }` block.
 _TEST_SYMBOL = {"rust": re.compile(r"^(tests?|test_\w+)(\.|::|$)"), "zig": re.compile(r"^test\b")}

@@ -26,9 +26,13 @@ def structural_factor(c, s, w):
 def test_each_ecosystems_test_conventions_are_recognised():
     tests = ["crates/searcher/src/testutil.rs", "pkg/server_test.go", "src/test/java/com/x/FooTest.java", "src/main/java/com/x/FooIT.java",
              "web/__tests__/app.js", "web/app.test.ts", "web/app.spec.js", "tests/cli.rs", "projects/Misc.tests.cpp",
-             "internal/testdata/proto/x.pb.go", "test_thing.py", "spec/models/user_spec.rb"]
+             "internal/testdata/proto/x.pb.go", "test_thing.py", "spec/models/user_spec.rb",
+             "rayon-core/src/join/test.rs", "crates/nu-plugin/src/plugin/interface/tests.rs"]  # Rust's `mod tests;`
+    # a module named `test` elsewhere is often code: werkzeug's test client, terraform's `test` command,
+    # Jinja's template tests (`tests.py`), an SDK's `test` object
     code = ["pkg/server.go", "src/main/java/com/x/Foo.java", "src/attest.rs", "web/contest.js", "src/Testing.java",
-            "lib/latest.py"]
+            "lib/latest.py", "src/werkzeug/test.py", "internal/command/test.go", "src/jinja2/tests.py",
+            "packages/insomnia-sdk/src/objects/test.ts", "src/testing.rs"]
     assert all(is_test_path(p) for p in tests), [p for p in tests if not is_test_path(p)]
     assert not any(is_test_path(p) for p in code), [p for p in code if is_test_path(p)]
 
