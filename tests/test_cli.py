@@ -113,8 +113,8 @@ def test_without_root_the_workspace_is_the_git_work_tree_around_the_current_dire
 
 
 def test_a_question_from_the_shell_does_not_load_the_mcp_sdk(workspace, tmp_path):
-    """The SDK costs a one-shot `packet` or `context` about a second and a half and renders nothing
-    the shell prints (`mcp_retrieval.render` does)."""
+    """The SDK costs a one-shot `packet` or `context` 0.6 s (BENCHMARKS 63h) and renders nothing the
+    shell prints (`mcp_retrieval.render` does)."""
     probe = ("import sys, runpy; sys.argv = ['mcp-retrieval', 'packet', 'handleCheckout', '--root', sys.argv[1], "
              "'--index-dir', sys.argv[2]]\n"
              "try:\n    runpy.run_module('mcp_retrieval', run_name='__main__')\nexcept SystemExit:\n    pass\n"
