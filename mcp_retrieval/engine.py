@@ -84,7 +84,8 @@ class Engine:
         self._stop = threading.Event()
         self.pending_paths: set[str] = set()
         self.indexing = False
-        self._warming = False  # the start's graph, path resolver and vector mirror, loaded after its vectors: still `indexing`
+        # the start's graph, path resolver and vector mirror, loaded after its vectors: still `indexing`
+        self._warming = False
         self._first_index = threading.Event()  # clear only while an empty store's first sync runs
         self._first_index.set()
 
@@ -235,12 +236,13 @@ class Engine:
 
     def start_background(self, paths: list[str] | None = None, full: bool = False) -> None:
         """Lexical sync then embeddings, in a worker thread; answers keep flowing meanwhile. After
-        a whole-workspace sync (the start's) the worker then loads the code graph and the vector
-        table's in-memory mirror (and the path resolver), the state still `indexing`: on a large repository (`graph` loads
-        it behind the questions there) the first questions after `index://status` says ready would
-        otherwise meet no graph, or one from mid-index, and share the interpreter with its load, and
-        the first one would read the mirror (BENCHMARKS 61c, 62a). After the vectors, not before:
-        held while they are made, the graph raised the peak memory of a start."""
+        a whole-workspace sync (the start's) the worker then loads the code graph, the path
+        resolver and the vector table's in-memory mirror, the state still `indexing`: on a large
+        repository (`graph` loads it behind the questions there) the first questions after
+        `index://status` says ready would otherwise meet no graph, or one from mid-index, and share
+        the interpreter with its load, and the first one would read the mirror (BENCHMARKS 61c,
+        62a). After the vectors, not before: held while they are made, the graph raised the peak
+        memory of a start."""
         if self._background is not None and self._background.is_alive():
             if paths:
                 self.pending_paths.update(paths)
