@@ -152,12 +152,53 @@ _CPP_HEADER = re.compile(
     r"|^[ \t]*(public|private|protected):[ \t]*$|^[ \t]*try[ \t]*\{|\bstd::\w", re.M)
 
 
+# Files whose name, not an extension, says their language (GitHub linguist's lists): Ruby's DSL
+# files hold real code (a Rakefile's tasks), a shell's startup files are what a dotfiles repository is.
+FILE_NAMES: dict[str, str] = {
+    **dict.fromkeys(("Rakefile", "Gemfile", "Guardfile", "Vagrantfile", "Podfile", "Fastfile", "Brewfile",
+                     "Capfile", "Dangerfile", "Berksfile", "Thorfile"), "ruby"),
+    **dict.fromkeys((".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".bash_aliases", ".profile",
+                     ".zshrc", ".zshenv", ".zprofile", ".zlogin", "bashrc", "zshrc", "PKGBUILD"), "shell"),
+}
+
+# A script's interpreter, as its `#!` line names it (`#!/bin/sh`, `#!/usr/bin/env -S node
+# --flag`, `#!/usr/bin/python3.11`: trailing version digits dropped) -> the language it is read in.
+INTERPRETERS: dict[str, str] = {
+    **dict.fromkeys(("sh", "bash", "zsh", "dash", "ksh", "ash", "mksh"), "shell"),
+    **dict.fromkeys(("python", "pypy"), "python"),
+    **dict.fromkeys(("node", "nodejs", "bun"), "javascript"),
+    **dict.fromkeys(("deno", "ts-node", "tsx"), "typescript"),
+    **dict.fromkeys(("ruby", "jruby"), "ruby"),
+    **dict.fromkeys(("lua", "luajit"), "lua"),
+    **dict.fromkeys(("runghc", "runhaskell"), "haskell"),
+    "php": "php", "perl": "perl", "elixir": "elixir", "swift": "swift", "scala": "scala", "kotlin": "kotlin",
+    "groovy": "groovy", "Rscript": "r", "julia": "julia", "escript": "erlang",
+}
+
+
+def interpreter_language(first_line: str) -> str | None:
+    """The language of the interpreter a `#!` line runs, or None (not a shebang, or unknown)."""
+    if not first_line.startswith("#!"):
+        return None
+    words = first_line[2:].split()
+    if not words:
+        return None
+    program = words[0].rpartition("/")[2]
+    if program == "env":  # `env [-S] [-i] [NAME=value ...] program`
+        program = next((w for w in words[1:] if not w.startswith("-") and "=" not in w), "")
+    return INTERPRETERS.get(program.rstrip("0123456789.") or program)
+
+
 def language_of(path: str, text: str) -> str:
-    """The language a file is read in: its extension's (`language_for`), except a `.h` header
-    whose text is C++ (`_CPP_HEADER`), read by the C++ grammar."""
+    """The language a file is read in: its extension's (`language_for`); a `.h` header whose text
+    is C++ (`_CPP_HEADER`) is read by the C++ grammar; a file no extension names (`bin/tool`,
+    `libexec/rbenv-init`, `Rakefile`, `.bashrc`) in the language its name or `#!` line says."""
     language = language_for(path)
     if language == "c" and suffix_of(path).lower() == ".h" and _CPP_HEADER.search(text):
         return "cpp"
+    if language == "text" and suffix_of(path).lower() not in EXTENSIONS:
+        name = path.rpartition("/")[2]
+        return FILE_NAMES.get(name) or interpreter_language(text[:200].partition("\n")[0]) or language
     return language
 
 

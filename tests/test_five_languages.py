@@ -293,3 +293,91 @@ def test_an_elixir_alias_resolves_calls_through_it_even_to_a_common_name():
     assert resolver.resolve("lib/shop/cart.ex", source, "Repo.get", "call") == []
     assert resolver.resolve("lib/shop/cart.ex", "lib/shop/cart.ex", "Shop.Repo", "import") == [2]
     assert resolver.resolve("lib/shop/cart.ex", source, "Repo.get", "call") == [3]
+
+
+# Scripts no extension names, as projects ship them: rbenv's `libexec/` commands, a Python
+# package's `bin/` entry point, a Rakefile, a dotfiles repository's `.bashrc`; and a plain note.
+SCRIPTS = {
+    "libexec/rbenv-version-file": """#!/usr/bin/env bash
+# Usage: rbenv version-file [<dir>]
+# Summary: Detect the file that sets the current rbenv version
+set -e
+[ -n "$RBENV_DEBUG" ] && set -x
+
+target_dir="$1"
+
+find_local_version_file() {
+  local root="$1"
+  while ! [[ "$root" =~ ^//[^/]*$ ]]; do
+    if [ -s "${root}/.ruby-version" ]; then
+      echo "${root}/.ruby-version"
+      return 0
+    fi
+    [ -n "$root" ] || break
+    root="${root%/*}"
+  done
+  return 1
+}
+
+if [ -n "$target_dir" ]; then
+  find_local_version_file "$target_dir"
+else
+  find_local_version_file "$RBENV_DIR" || echo "${RBENV_ROOT}/version"
+fi
+""",
+    "bin/isympy": """#!/usr/bin/env python3
+\"\"\"Python shell for SymPy: starts IPython when it is installed, else the plain console.\"\"\"
+import sys
+
+
+def main(argv=None):
+    from sympy.interactive import init_session
+    init_session(ipython="--no-ipython" not in (argv or sys.argv), quiet=True)
+
+
+if __name__ == "__main__":
+    main()
+""",
+    "Rakefile": """require "rake/testtask"
+
+def gem_version
+  File.read("lib/shop/version.rb")[/VERSION = "(.+)"/, 1]
+end
+
+task default: :test
+""",
+    ".bashrc": """export EDITOR=vim
+
+mkcd() {
+  mkdir -p "$1" && cd "$1"
+}
+""",
+    "NOTES": "#!/not/a/program\nA plain note: what this folder is for.\n",
+}
+
+
+def test_a_script_without_an_extension_is_read_in_the_language_its_name_or_first_line_says():
+    from mcp_retrieval.indexers.languages import interpreter_language, language_of
+
+    assert [interpreter_language(line) for line in (
+        "#!/bin/sh", "#!/usr/bin/env bash", "#! /usr/bin/python3.11 -u", "#!/usr/bin/env -S node --no-warnings",
+        "#!/usr/bin/env DEBUG=1 ruby", "#!/usr/local/bin/lua5.4", "#!/usr/bin/awk -f", "# a comment", "#!")] == \
+        ["shell", "shell", "python", "javascript", "ruby", "lua", None, None, None]
+    # an extension decides first: a `.txt` or `.md` that starts with `#!` is still prose, `.py` still Python
+    assert language_of("notes.txt", "#!/bin/sh\n") == "text"
+    assert language_of("tool.py", "#!/bin/sh\n") == "python"
+    assert language_of("script/cibuild", "#!/bin/sh\nset -e\n") == "shell"
+    assert language_of("LICENSE", "MIT License\n") == "text"
+
+
+def test_scripts_without_an_extension_get_their_definitions(tmp_path):
+    eng = engine_over(SCRIPTS, tmp_path)
+    try:
+        assert "libexec/rbenv-version-file::find_local_version_file" in defined_ids(eng, "libexec/rbenv-version-file")
+        assert "bin/isympy::main" in defined_ids(eng, "bin/isympy")
+        assert "Rakefile::gem_version" in defined_ids(eng, "Rakefile")
+        assert ".bashrc::mkcd" in defined_ids(eng, ".bashrc")
+        languages = dict(eng.store.query("SELECT path, language FROM chunks"))
+        assert languages["libexec/rbenv-version-file"] == "shell" and languages["NOTES"] == "text"
+    finally:
+        eng.close()
