@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
+from typing import NamedTuple
 from pathlib import Path
 
 from mcp_retrieval.indexers.safe_read import stat_inside
@@ -115,11 +116,18 @@ def quiet_git_env() -> dict[str, str]:
 MAX_PATHSPECS = 1000  # a larger batch of paths is listed whole and filtered (the argv stays small)
 
 
-def git_listing(root: Path, scopes: Sequence[str] | None = None) -> tuple[list[str], int] | None:
-    """(workspace-relative POSIX paths git shows under `root`, sorted; how many ignored entries —
-    files or whole folders — it left out), or None when git is missing or fails (the caller then
-    walks with its own matcher). `scopes`: only at or below these workspace paths, taken
-    literally (no glob), when there are few enough to pass to git."""
+class Listing(NamedTuple):
+    paths: list[str]  # workspace-relative POSIX paths git shows, sorted
+    n_ignored: int  # ignored entries (files or whole folders) left out
+    committed: frozenset[str]  # the paths among them the project committed (`git_listing`)
+
+
+def git_listing(root: Path, scopes: Sequence[str] | None = None) -> Listing | None:
+    """The files git shows under `root` (`Listing`), or None when git is missing or fails (the
+    caller then walks with its own matcher). `scopes`: only at or below these workspace paths,
+    taken literally (no glob), when there are few enough to pass to git. Committed: in a work tree
+    the files git tracks; outside one, every file shown when the root has its own `.gitignore`
+    (an exported or copied repository: its rules have dropped the outputs; `exported_repository`)."""
     git = _git()
     if git is None:
         return None
@@ -128,7 +136,7 @@ def git_listing(root: Path, scopes: Sequence[str] | None = None) -> tuple[list[s
                        "--exclude-standard", directory=root)
     try:
         if inside_work_tree(root):
-            return _run_listing(base, env, ["--cached"], _pathspecs(scopes))
+            return _run_listing(base, env, _pathspecs(scopes), committed="tracked")
         with tempfile.TemporaryDirectory(prefix="mcp-retrieval-git-") as empty:
             init = subprocess.run(git_command(git, "init", "-q", "--bare", empty), capture_output=True,
                                   timeout=GIT_TIMEOUT_S, env=env)
@@ -137,7 +145,8 @@ def git_listing(root: Path, scopes: Sequence[str] | None = None) -> tuple[list[s
             env.update(GIT_DIR=empty, GIT_WORK_TREE=str(root))
             if not isinstance(stat_inside(root, ".git/info/exclude"), str):  # a copied or half-made .git
                 base.append(f"--exclude-from={root / '.git' / 'info' / 'exclude'}")
-            return _run_listing(base, env, [], _pathspecs(scopes))
+            return _run_listing(base, env, _pathspecs(scopes),
+                                committed="all" if exported_repository(root) else "none")
     except (OSError, subprocess.SubprocessError, _GitFailed) as exc:
         log.warning("git could not list %s (%s); using the built-in ignore matcher", root, exc)
         return None
@@ -151,12 +160,27 @@ def _pathspecs(scopes: Sequence[str] | None) -> list[str]:
     return ["--", *scopes] if scopes is not None and len(scopes) <= MAX_PATHSPECS else []
 
 
-def _run_listing(base: list[str], env: dict[str, str], extra: list[str], pathspecs: list[str]) -> tuple[list[str], int]:
-    shown = subprocess.run([*base, *extra, *pathspecs], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
-    if shown.returncode != 0:
-        raise _GitFailed(shown.stderr.decode("utf-8", "replace").strip()[:200])
+def exported_repository(root: Path) -> bool:
+    """A folder outside git that holds a repository's files (an archive, a copy): it has the
+    project's own top-level `.gitignore`."""
+    return not isinstance(stat_inside(root, ".gitignore"), str)
+
+
+def _run_listing(base: list[str], env: dict[str, str], pathspecs: list[str], committed: str) -> Listing:
+    """`base` lists the untracked files no ignore rule excludes; `committed`: "tracked" adds the
+    tracked files (asked apart, so the listing says which they are), "all" counts every file
+    listed as committed, "none" none."""
+    def listed(argv: list[str]) -> set[str]:
+        out = subprocess.run([*argv, *pathspecs], capture_output=True, timeout=GIT_TIMEOUT_S, env=env)
+        if out.returncode != 0:
+            raise _GitFailed(out.stderr.decode("utf-8", "replace").strip()[:200])
+        return {p for p in out.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
+
+    untracked = listed(base)
+    # every tracked file, an ignore rule or not (git reads ignore rules for untracked files only)
+    tracked = listed(["--cached" if a == "--others" else a for a in base]) if committed == "tracked" else set()
     ignored = subprocess.run([*base, "--ignored", "--directory", *pathspecs], capture_output=True,
                              timeout=GIT_TIMEOUT_S, env=env)
-    paths = {p for p in shown.stdout.decode("utf-8", "surrogateescape").split("\0") if p}
     n_ignored = sum(1 for p in ignored.stdout.split(b"\0") if p) if ignored.returncode == 0 else 0
-    return sorted(paths), n_ignored
+    shown = untracked | tracked
+    return Listing(sorted(shown), n_ignored, frozenset(shown if committed == "all" else tracked))

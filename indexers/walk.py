@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pathspec
 
-from mcp_retrieval.indexers.listing import git_listing
+from mcp_retrieval.indexers.listing import exported_repository, git_listing
 from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
 
@@ -43,13 +43,22 @@ PRUNED_DIRS = frozenset({
     "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
     "_build", ".elixir_ls", ".stack-work", "dist-newstyle", ".zig-cache", "zig-cache", "zig-out",
 })
-def is_pruned_dir(name: str) -> bool:
-    return name in PRUNED_DIRS or name.endswith(".egg-info")
+# Names of output folders that are also names of source: commons-io's `io/build` package, the
+# `env` utility of uutils and nushell's `env` commands, a `target` module. A file the project
+# committed there (`listing.Listing.committed`: git tracks it, or outside git the root has the
+# project's `.gitignore`, whose rules already dropped the outputs) is source; otherwise the folder is
+# pruned. `dist` is not among them: projects commit their built bundles (axios).
+SOURCE_NAMES = frozenset({"build", "env", "target"})
 
 
-def in_pruned_dir(rel_path: str) -> bool:
-    """A workspace path below a pruned folder (dependencies, build output, caches)."""
-    return any(is_pruned_dir(part) for part in rel_path.split("/")[:-1])
+def is_pruned_dir(name: str, committed: bool = False) -> bool:
+    return (name in PRUNED_DIRS and not (committed and name in SOURCE_NAMES)) or name.endswith(".egg-info")
+
+
+def in_pruned_dir(rel_path: str, committed: bool = False) -> bool:
+    """A workspace path below a pruned folder (dependencies, build output, caches). A file the
+    project committed is not pruned by a folder whose name is also a source name (`SOURCE_NAMES`)."""
+    return any(is_pruned_dir(part, committed) for part in rel_path.split("/")[:-1])
 
 
 GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml", "poetry.lock", "Cargo.lock", "uv.lock",
@@ -262,13 +271,13 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
     if listed is None:
         yield from _walk_tree(root, max_file_bytes, stats, scope)
         return
-    paths, n_ignored = listed
+    paths, n_ignored, committed = listed
     stats.skipped["ignored"] += n_ignored
     rules = IgnoreRules(root, files=(OUR_IGNORE_FILE,), git_exclude=False)
     for rel in paths:
         if scope is not None and not scope.holds(rel):
             continue
-        if in_pruned_dir(rel):
+        if in_pruned_dir(rel, committed=rel in committed):
             stats.skipped["pruned_dir"] += 1
             continue
         rules.enter_parents(rel)
@@ -282,6 +291,7 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes 
     """The walk without git: os.walk with the built-in gitignore matcher (entering only the
     folders on the way to `scope`, whose ignore files still apply)."""
     rules = IgnoreRules(root)
+    exported = exported_repository(root)  # as `listing.git_listing` reads a folder outside git
     visited: set[tuple[int, int]] = set()
 
     def on_error(exc: OSError) -> None:
@@ -305,7 +315,7 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes 
             rel = f"{rel_dir}/{name}" if rel_dir else name
             if scope is not None and not scope.leads_to(rel):
                 continue
-            if is_pruned_dir(name):
+            if is_pruned_dir(name, committed=exported):
                 stats.skipped["pruned_dir"] += 1
             elif (abs_dir / name).is_symlink():
                 stats.skipped["symlink_dir"] += 1

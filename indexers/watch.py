@@ -40,7 +40,7 @@ class Watcher:
             return None
         if rel in ("", "."):
             return None
-        if in_pruned_dir(rel):
+        if in_pruned_dir(rel, committed=True):  # below `build/` or `env/`: the walk decides (it knows git's files)
             return None
         rules = rules or IgnoreRules(self.root)
         rules.enter_parents(rel)

@@ -236,3 +236,37 @@ def test_the_rules_on_the_way_to_a_path_include_its_own_folders_and_the_roots():
                              ("sub/x.log", True)):
             rules.enter_parents(rel)
             assert rules.ignored(rel, is_dir=False) is ignored, rel
+
+
+def test_a_committed_file_in_a_folder_named_like_build_output_is_source(tmp_path):
+    """`build`, `env` and `target` name output folders and source alike (commons-io's `io/build`
+    package, uutils's `src/uu/env`): what git tracks there is indexed, and the watcher passes its
+    changes on; what it does not track there, and dependencies and bundles even when tracked, are
+    not. Outside git, a folder with the project's `.gitignore` (an archive, a copy) is read the same
+    way: its rules drop the outputs; without one, the folders are pruned by name."""
+    from mcp_retrieval.indexers.watch import Watcher
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    committed = ["src/uu/env/src/env.rs", "src/main/java/org/apache/commons/io/build/AbstractOrigin.java",
+                 "crates/target/src/lib.rs", "node_modules/left-pad/index.js", "dist/axios.js", "app.py"]
+    source = {"src/uu/env/src/env.rs", "crates/target/src/lib.rs", "app.py",
+              "src/main/java/org/apache/commons/io/build/AbstractOrigin.java"}
+    outputs = ["build/lib/app.py", "env/lib/site.py", "target/debug/build.rs"]
+    repo, exported = tmp_path / "repo", tmp_path / "exported"
+    for root in (repo, exported):
+        for rel in [*committed, *outputs]:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text("x = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "-f", *committed], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    assert {e.path for e in walk(repo)} == source
+    watcher = Watcher(repo, on_change=lambda paths: None)
+    assert watcher.relevant(str(repo / "src/uu/env/src/env.rs")) == "src/uu/env/src/env.rs"
+    assert watcher.relevant(str(repo / "node_modules/left-pad/index.js")) is None
+
+    assert {e.path for e in walk(exported)} == {e.path for e in walk(exported, use_git=False)} == {"app.py"}
+    (exported / ".gitignore").write_text("/build/\n/env/\n/target/\n")
+    assert {e.path for e in walk(exported)} == {e.path for e in walk(exported, use_git=False)} == source
