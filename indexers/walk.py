@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pathspec
 
+from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, language_for
 from mcp_retrieval.indexers.listing import exported_repository, git_listing
 from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
@@ -31,14 +32,23 @@ DEFAULT_MAX_FILE_BYTES = 1_000_000
 NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (figures as base64) are dropped: it may be this much larger
 
 
+# A source file in a parsed language may be this much larger: a project's central class can pass a
+# megabyte (RxJava's `Flowable.java`, 1.2 MB: 0.1 s to parse, chunk and read for the graph), and a
+# generated one that large is read as generated (an amalgamation's stamp, BENCHMARKS 64c).
+SOURCE_SIZE_FACTOR = 4
+
+
 def size_limit(rel: str, max_bytes: int) -> int:
-    """The largest file at `rel` that is read: `max_bytes`, or NOTEBOOK_SIZE_FACTOR times it for a
-    Jupyter notebook (only its cells' source is kept)."""
-    return max_bytes * NOTEBOOK_SIZE_FACTOR if is_notebook(rel) else max_bytes
+    """The largest file at `rel` that is read: `max_bytes`; SOURCE_SIZE_FACTOR times it for source
+    in a parsed language; NOTEBOOK_SIZE_FACTOR times it for a Jupyter notebook (only its cells'
+    source is kept)."""
+    if is_notebook(rel):
+        return max_bytes * NOTEBOOK_SIZE_FACTOR
+    return max_bytes * SOURCE_SIZE_FACTOR if language_for(rel) in GRAMMAR_LANGUAGES else max_bytes
 
 # Directories that are never source of truth: dependencies, build output, caches.
 PRUNED_DIRS = frozenset({
-    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "env", "__pycache__", "build", "dist",
+    ".git", ".hg", ".svn", "node_modules", ".yarn", ".venv", "venv", "env", "__pycache__", "build", "dist",
     ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs", "site-packages",
     "target", "vendor", "third_party", ".idea", ".vscode", ".next", ".cache", "bower_components",
     "_build", ".elixir_ls", ".stack-work", "dist-newstyle", ".zig-cache", "zig-cache", "zig-out",

@@ -270,3 +270,21 @@ def test_a_committed_file_in_a_folder_named_like_build_output_is_source(tmp_path
     assert {e.path for e in walk(exported)} == {e.path for e in walk(exported, use_git=False)} == {"app.py"}
     (exported / ".gitignore").write_text("/build/\n/env/\n/target/\n")
     assert {e.path for e in walk(exported)} == {e.path for e in walk(exported, use_git=False)} == source
+
+
+def test_a_source_file_past_a_megabyte_is_read_and_yarns_own_folder_is_not(tmp_path):
+    """A project's central class can pass the 1 MB limit (RxJava's `Flowable.java`, 1.2 MB):
+    source in a parsed language is read up to four times it; other text is not. Yarn's `.yarn/`
+    (its releases, plugins and cache) is dependencies."""
+    methods = "".join(f"    public Flowable<T> op{i}(int n) {{ return this.take(n + {i}); }}\n" for i in range(17_000))
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "Flowable.java").write_text("public abstract class Flowable<T> {\n" + methods + "}\n")
+    (tmp_path / "src" / "log.txt").write_text("x" * 1_100_000)
+    (tmp_path / ".yarn" / "releases").mkdir(parents=True)
+    (tmp_path / ".yarn" / "releases" / "yarn-4.1.0.cjs").write_text("module.exports = {};\n")
+    stats = WalkStats()
+    assert (tmp_path / "src" / "Flowable.java").stat().st_size > 1_000_000
+    assert {e.path for e in walk(tmp_path, stats=stats)} == {"src/Flowable.java"}
+    assert stats.skipped["too_large"] == 1
+    text, _ = read_source(tmp_path.resolve(), "src/Flowable.java")
+    assert text.endswith("}\n")
