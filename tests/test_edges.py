@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARGE, UNREADABLE, read_inside, stat_inside, stat_many
 from mcp_retrieval.indexers.watch import Watcher
-from mcp_retrieval.indexers.walk import walk
+from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, size_limit, walk
 from mcp_retrieval.workspace import Workspace
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzSECRETzz"
@@ -214,6 +214,6 @@ def test_the_walk_never_yields_a_file_outside_the_root_or_not_regular(tmp_path_f
             continue
     real_root = root.resolve()
     for entry in walk(root):
-        got = read_inside(real_root, entry.path, 1_000_000)
+        got = read_inside(real_root, entry.path, size_limit(entry.path, DEFAULT_MAX_FILE_BYTES))
         assert not isinstance(got, str), (entry.path, got)
         assert SECRET.encode() not in got.data
