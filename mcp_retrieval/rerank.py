@@ -100,7 +100,7 @@ def structural_factors(c: Candidate, s: RerankSignals, w: RerankWeights) -> tupl
     if c.chunk.path in s.anchored_files:  # no factor: the anchor tier has brought it (a lift moved no window, 53a)
         why.append("file named in the question")
     if "symbol" in c.raw:  # no factor: the symbol tier has ranked it (a lift moved no window, 53c)
-        why.append("defines a name in the question")
+        why.append("defines (or re-exports) a name in the question")
     if "message" in c.raw:
         why.append("holds a message the question quotes, verbatim (or declares an option it names)")
     if _named_in_conversation(c, s):

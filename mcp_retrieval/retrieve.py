@@ -33,6 +33,17 @@ NAMED_MIN = 2.0  # symbol-tier weight from which a named definition takes a seat
 _GENERIC_FILE_STEMS = frozenset({"index", "lib", "mod", "main", "__init__"})
 MESSAGE_SCAN = 50  # chunks read per quoted message fragment (the best of those holding all its words)
 MAX_MESSAGE_FILES = 3  # a fragment in more code files than this is a common phrase, not a raise site
+REEXPORTED_NAMES = 3  # names the workspace defines nowhere, looked up where they are re-exported
+# A statement that makes a name defined elsewhere part of this module's interface, per language: a
+# facade crate's `pub use axum_core::extract::{FromRequest, ...}`, `export { X } from '@scope/core'`,
+# a package's `__init__.py` importing from a compiled or vendored module ("{}": the name).
+_REEXPORT = {
+    "rust": r"\bpub(?:\([^)]*\))?\s+use\s[^;]*?\b{}\b",
+    "javascript": r"\bexport\s+(?:type\s+)?(?:\{{[^}}]*?\b{0}\b[^}}]*\}}\s*from\b|\*\s+as\s+{0}\b)",
+    "python": r"(?m)^[ \t]*from\s+[\w.]+\s+import\s+(?:\([^)]*?|[^\n]*?)\b{}\b",
+}
+_REEXPORT_LANGUAGE = {"rust": "rust", "javascript": "javascript", "typescript": "javascript", "tsx": "javascript",
+                      "python": "python"}
 
 
 @dataclass
@@ -312,17 +323,37 @@ class Retriever:
                     for path, line in self.store.definitions_ending(qual):
                         credits.append((path, line, 3.0))
         mentions = dict(anchors.identifiers.most_common(40))
-        credits += self._definition_credits(mentions)
-        return sorted(self._credit(credits).items(), key=lambda kv: (-kv[1], kv[0]))
-
-    def _definition_credits(self, mentions: dict[str, int]) -> list[tuple[str, int, float]]:
-        """(path, line, weight) of each definition of a rare name among `mentions` (name -> times the
-        question uses it; at most MAX_SYMBOL_DEFS definitions), weighted uses (at most 4) /
-        sqrt(definitions). Two reads: counts, then the rare names' definitions."""
         counts = self.store.definition_counts(list(mentions))
+        credits += self._definition_credits(mentions, counts)
+        scored = self._credit(credits)
+        for cid, weight in self._reexport_credits(mentions, counts).items():
+            scored[cid] = scored.get(cid, 0.0) + weight
+        return sorted(scored.items(), key=lambda kv: (-kv[1], kv[0]))
+
+    def _definition_credits(self, mentions: dict[str, int], counts: dict[str, int]) -> list[tuple[str, int, float]]:
+        """(path, line, weight) of each definition of a rare name among `mentions` (name -> times the
+        question uses it; `counts`: definitions of each; at most MAX_SYMBOL_DEFS), weighted uses (at
+        most 4) / sqrt(definitions)."""
         rare = [n for n in mentions if 0 < counts.get(n, 0) <= MAX_SYMBOL_DEFS]
         return [(path, line, min(mentions[name], 4) / counts[name] ** 0.5)
                 for name, path, line in self.store.definitions_named(rare)]
+
+    def _reexport_credits(self, mentions: dict[str, int], counts: dict[str, int]) -> dict[str, float]:
+        """Chunk id -> weight of the statements that re-export a name the workspace defines nowhere
+        (`_REEXPORT`): a root that holds a facade crate or package but not the one defining its
+        items (`axum/src` re-exports `FromRequest` from `axum-core`) has no other place for the
+        name. Weighted as a definition is; the first REEXPORTED_NAMES such names are looked up."""
+        missing = [n for n in mentions if not counts.get(n)][:REEXPORTED_NAMES]
+        out: dict[str, float] = {}
+        for name in missing:
+            hits = self.lexical.search_all_terms(name, MESSAGE_SCAN)
+            stored = self.store.chunks_by_id([cid for cid, _ in hits])
+            sites = [c for c in stored.values() if _reexports(c, name)]
+            if len(sites) > MAX_SYMBOL_DEFS:
+                continue
+            for c in sites:
+                out[c.id] = out.get(c.id, 0.0) + min(mentions[name], 4) / len(sites) ** 0.5
+        return out
 
     def _credit(self, credits: list[tuple[str, int, float]]) -> dict[str, float]:
         """Each definition's weight goes to the chunk holding its first line (the innermost,
@@ -338,6 +369,15 @@ class Retriever:
             if best is not None:
                 scored[best[2]] = scored.get(best[2], 0.0) + weight
         return scored
+
+
+def _reexports(chunk: StoredChunk, name: str) -> bool:
+    """The chunk re-exports `name` in its language's way (a Python module only as a package's
+    `__init__.py`)."""
+    language = _REEXPORT_LANGUAGE.get(chunk.language)
+    if language is None or (language == "python" and not chunk.path.endswith("__init__.py")):
+        return False
+    return re.search(_REEXPORT[language].format(re.escape(name)), chunk.text) is not None
 
 
 def query_head(text: str) -> str:

@@ -222,3 +222,61 @@ def test_a_files_suffix_and_map_folder_are_read_as_pathlib_reads_them():
         assert suffix_of(path) == PurePosixPath(path).suffix, path
         parts = PurePosixPath(path).parts[:-1]
         assert folder_of(path) == ("/".join(parts[:2]) + "/" if parts else "./"), path
+
+
+# A root that holds a facade but not the crate or package defining its items (axum's `axum/src`
+# re-exports `FromRequest` from `axum-core`): the re-export is the only place for the name.
+FACADE = {
+    "extract/mod.rs": """//! Types and traits for extracting data from requests.
+
+pub mod rejection;
+
+pub use axum_core::extract::{DefaultBodyLimit, FromRef, FromRequest, FromRequestParts, Request};
+
+#[doc(inline)]
+pub use self::form::Form;
+""",
+    "form.rs": "".join(f"""
+impl<T, S> FromRequest<S> for Form{i}<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{{
+    type Rejection = FormRejection;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {{
+        let bytes = Bytes::from_request(req, state).await?;  // FromRequest for the body first
+        Ok(Form{i}(serde_urlencoded::from_bytes(&bytes)?))
+    }}
+}}
+""" for i in range(4)),
+    "routing/mod.rs": "pub struct Router<S = ()> {\n    inner: Arc<RouterInner<S>>,\n}\n",
+    "lib.rs": "pub mod extract;\npub mod routing;\n\npub use self::routing::Router;\n",
+    "src/index.ts": "export { initTRPC, TRPCError } from '@trpc/core';\nexport * from './adapters';\n",
+    "src/adapters.ts": "".join(f"export function handler{i}(e: unknown) {{\n  if (e instanceof TRPCError) throw new TRPCError({{ code: 'BAD_REQUEST' }});\n}}\n" for i in range(4)),
+    "markupsafe/__init__.py": "from ._speedups import (\n    escape,\n    soft_str,\n)\n\n__version__ = '3.0'\n",
+    "markupsafe/render.py": "".join(f"def render{i}(s):\n    return soft_str(s) + soft_str(s.upper())\n\n" for i in range(4)),
+}
+
+
+@pytest.fixture(scope="module")
+def facade(tmp_path_factory):
+    from tests.conftest import engine_over
+
+    eng = engine_over(FACADE, tmp_path_factory.mktemp("facade"))
+    yield eng
+    eng.close()
+
+
+@pytest.mark.parametrize("question, path", [
+    ("FromRequest", "extract/mod.rs"),
+    ("how extractors implement FromRequest and FromRequestParts", "extract/mod.rs"),
+    ("TRPCError", "src/index.ts"),
+    ("soft_str", "markupsafe/__init__.py"),
+    ("Router", "routing/mod.rs"),  # defined in the workspace: the definition, not `lib.rs`'s re-export
+])
+def test_a_name_the_workspace_only_re_exports_is_found_where_it_is_re_exported(facade, question, path):
+    from mcp_retrieval.workspace import Workspace
+
+    r = Workspace.single(facade).packet(question)
+    assert r.items and r.items[0].path == path, [i.path for i in r.items]
