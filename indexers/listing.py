@@ -22,8 +22,8 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
-from typing import NamedTuple
 from pathlib import Path
+from typing import NamedTuple
 
 from mcp_retrieval.indexers.safe_read import stat_inside
 

@@ -126,10 +126,21 @@ def test_reindex_sends_progress_notifications_when_the_client_asks(workspace, tm
     assert seen and seen[-1][0] == seen[-1][1]
 
 
+def assert_validate_alike(full: dict, small: dict, good: list, bad: list) -> None:
+    """Both schemas accept every `good` document and refuse every `bad` one."""
+    import jsonschema
+
+    for doc in good:
+        jsonschema.validate(doc, full), jsonschema.validate(doc, small)
+    for doc in bad:
+        for schema in (full, small):
+            with pytest.raises(jsonschema.ValidationError):
+                jsonschema.validate(doc, schema)
+
+
 def test_a_definition_named_once_is_written_in_place_and_validates_alike():
     """Single-use `$defs` are inlined (a client then resolves no reference per item); one named
     twice, or by itself, stays a reference."""
-    import jsonschema
     from pydantic import BaseModel
 
     class Once(BaseModel):
@@ -152,18 +163,12 @@ def test_a_definition_named_once_is_written_in_place_and_validates_alike():
     assert set(small["$defs"]) == {"Twice", "Tree"} and "Once" not in json.dumps(small)
     good = [{"items": [{"n": 1}], "a": {"s": "x"}, "tree": {"kids": [{"kids": []}]}}, {"items": [], "b": None}]
     bad = [{"items": [{"n": "x"}]}, {"items": [], "a": {"s": 1}}, {"items": [], "tree": {"kids": [{"kids": 1}]}}]
-    for doc in good:
-        jsonschema.validate(doc, full), jsonschema.validate(doc, small)
-    for doc in bad:
-        for schema in (full, small):
-            with pytest.raises(jsonschema.ValidationError):
-                jsonschema.validate(doc, schema)
+    assert_validate_alike(full, small, good, bad)
 
 
 def test_compact_output_schemas_accept_and_refuse_what_the_full_ones_do():
     """The listed output schema drops defaults and docstrings and writes `anyOf [X, null]` as a
     type list; a field named like a keyword stays a field, and an enum still refuses null."""
-    import jsonschema
     from typing import Literal
     from pydantic import BaseModel
 
@@ -186,9 +191,4 @@ def test_compact_output_schemas_accept_and_refuse_what_the_full_ones_do():
     good = [{}, {"default": None, "title": 3, "state": "a", "tags": None, "inner": {"n": None}},
             {"tags": ["x"], "inner": None, "state": None}]
     bad = [{"title": None}, {"state": "c"}, {"tags": [1]}, {"inner": {"n": "x"}}, {"default": 1}]
-    for doc in good:
-        jsonschema.validate(doc, full), jsonschema.validate(doc, small)
-    for doc in bad:
-        for schema in (full, small):
-            with pytest.raises(jsonschema.ValidationError):
-                jsonschema.validate(doc, schema)
+    assert_validate_alike(full, small, good, bad)
