@@ -36,7 +36,7 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # function bound by `export default` (anonymous: named `default`), or guarded there by `&&`/`||`,
 # is a definition (63d). 11: a file no extension names is read in the language of its name
 # (`Rakefile`, `.bashrc`) or its `#!` line (`languages.language_of`, docs/BENCHMARKS.md 64a);
-# flex's and Bison's output is read as generated (64c).
+# flex's, Bison's and Autoconf's output is read as generated (64c).
 CHUNKER_VERSION = "11"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
