@@ -140,8 +140,8 @@ def assert_validate_alike(full: dict, small: dict, good: list, bad: list) -> Non
 
 def test_a_definition_named_once_is_written_in_place_and_validates_alike():
     """Single-use `$defs` are inlined (a client then resolves no reference per item); one named
-    twice, or by itself, stays a reference."""
-    from pydantic import BaseModel
+    twice, or by itself, or by a `$ref` with a keyword beside it, stays a reference."""
+    from pydantic import BaseModel, Field
 
     class Once(BaseModel):
         n: int
@@ -152,17 +152,23 @@ def test_a_definition_named_once_is_written_in_place_and_validates_alike():
     class Tree(BaseModel):
         kids: list["Tree"] = []
 
+    class Described(BaseModel):
+        k: int
+
     class Out(BaseModel):
         items: list[Once]
         a: Twice | None = None
         b: Twice | None = None
         tree: Tree | None = None
+        d: Described = Field(description="a `$ref` with a keyword beside it")
 
     full = Out.model_json_schema()
     small = compact_output_schema(full)
-    assert set(small["$defs"]) == {"Twice", "Tree"} and "Once" not in json.dumps(small)
-    good = [{"items": [{"n": 1}], "a": {"s": "x"}, "tree": {"kids": [{"kids": []}]}}, {"items": [], "b": None}]
-    bad = [{"items": [{"n": "x"}]}, {"items": [], "a": {"s": 1}}, {"items": [], "tree": {"kids": [{"kids": 1}]}}]
+    assert set(small["$defs"]) == {"Twice", "Tree", "Described"} and "Once" not in json.dumps(small)
+    good = [{"items": [{"n": 1}], "a": {"s": "x"}, "tree": {"kids": [{"kids": []}]}, "d": {"k": 1}},
+            {"items": [], "b": None, "d": {"k": 2}}]
+    bad = [{"items": [{"n": "x"}], "d": {"k": 1}}, {"items": [], "a": {"s": 1}, "d": {"k": 1}},
+           {"items": [], "tree": {"kids": [{"kids": 1}]}, "d": {"k": 1}}, {"items": [], "d": {"k": "x"}}]
     assert_validate_alike(full, small, good, bad)
 
 
