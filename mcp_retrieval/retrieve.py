@@ -304,12 +304,16 @@ class Retriever:
     def _holding(self, fragment: str, quoted: bool = False) -> list[StoredChunk]:
         """Code chunks (not tests, not prose) holding `fragment` verbatim (`quoted`: as a string
         literal of its own, `"--x"` or `'--x'`)."""
-        hits = self.lexical.search_all_terms(fragment, MESSAGE_SCAN)
-        stored = self.store.chunks_by_id([cid for cid, _ in hits])
         forms = (f'"{fragment}"', f"'{fragment}'") if quoted else (fragment,)
-        return [c for c in (stored.get(cid) for cid, _ in hits)
-                if c is not None and any(f in c.text for f in forms) and c.language not in PROSE_LANGUAGES
+        return [c for c in self._with_all_words(fragment)
+                if any(f in c.text for f in forms) and c.language not in PROSE_LANGUAGES
                 and not is_test_chunk(c.path, c.symbol, c.language)]
+
+    def _with_all_words(self, text: str) -> list[StoredChunk]:
+        """The first MESSAGE_SCAN chunks holding every word of `text` (BM25 order), read from the store."""
+        hits = self.lexical.search_all_terms(text, MESSAGE_SCAN)
+        stored = self.store.chunks_by_id([cid for cid, _ in hits])
+        return [c for c in (stored.get(cid) for cid, _ in hits) if c is not None]
 
     def symbol_hits(self, anchors: Anchors) -> list[tuple[str, float]]:
         """Chunks defining names the question uses, rare names first (a handful of SQL queries
@@ -346,9 +350,7 @@ class Retriever:
         missing = [n for n in mentions if not counts.get(n)][:REEXPORTED_NAMES]
         out: dict[str, float] = {}
         for name in missing:
-            hits = self.lexical.search_all_terms(name, MESSAGE_SCAN)
-            stored = self.store.chunks_by_id([cid for cid, _ in hits])
-            sites = [c for c in stored.values() if _reexports(c, name)]
+            sites = [c for c in self._with_all_words(name) if _reexports(c, name)]
             if len(sites) > MAX_SYMBOL_DEFS:
                 continue
             for c in sites:
