@@ -36,8 +36,10 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # function bound by `export default` (anonymous: named `default`), or guarded there by `&&`/`||`,
 # is a definition (63d). 11: a file no extension names is read in the language of its name
 # (`Rakefile`, `.bashrc`) or its `#!` line (`languages.language_of`, docs/BENCHMARKS.md 64a);
-# flex's, Bison's and Autoconf's output is read as generated (64c).
-CHUNKER_VERSION = "11"
+# flex's, Bison's and Autoconf's output is read as generated (64c). 12: a split definition's
+# last piece under MIN_CHARS stays with the piece before it; "auto-generated" inside a sentence and
+# "amalgamation" without "an" mark no file generated (65a).
+CHUNKER_VERSION = "12"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -284,7 +286,13 @@ def _split_large(start, end, body, lines, symbol, kind, context) -> list[_Seg]:
             pieces.append(_Seg(piece_start, line, symbol, kind, list(context), mergeable=False))
             piece_start, size = line + 1, 0
     if piece_start <= end:
-        pieces.append(_Seg(piece_start, end, symbol, kind, list(context), mergeable=False))
+        tail = _Seg(piece_start, end, symbol, kind, list(context), mergeable=False)
+        if pieces and _seg_chars(lines, tail) < MIN_CHARS:
+            # a remainder this small (`return this;` and the closing brace) says nothing of its
+            # own, yet its short text under the definition's header ranked first (BENCHMARKS 65a)
+            pieces[-1].end = end
+        else:
+            pieces.append(tail)
     return pieces
 
 

@@ -1,7 +1,7 @@
 import pytest
 
 from mcp_retrieval.indexers.analysis import split_identifier, terms
-from mcp_retrieval.indexers.chunk import MAX_CHARS, chunk_file
+from mcp_retrieval.indexers.chunk import MAX_CHARS, MIN_CHARS, chunk_file
 from mcp_retrieval.indexers.languages import language_for
 
 
@@ -42,6 +42,17 @@ def test_a_long_function_is_split_and_every_piece_keeps_its_symbol():
     assert all(c.symbol == "enormous" for c in chunks)
     assert all(len(c.text) <= MAX_CHARS * 2 + 200 for c in chunks)
     assert chunks[0].start_line == 1 and chunks[-1].end_line == len(text.splitlines())
+
+
+def test_a_split_definition_leaves_no_tiny_last_piece():
+    # EqualsBuilder.reflectionAppend's pieces once ended in `return this;` and its brace alone:
+    # the two lines ranked first for "reflection equals builder internals"
+    args = ",\n".join(f"                field_{i}.get(lhs), field_{i}.get(rhs)" for i in range(50))
+    text = (f"class Builder {{\n    Builder reflectionAppend() {{\n        append(\n{args});\n"
+            "        return this;\n    }\n}\n")
+    pieces = [c for c in chunk_file("Builder.java", text, "java") if c.symbol == "Builder.reflectionAppend"]
+    assert pieces and pieces[-1].end_line == len(text.splitlines()) - 1
+    assert all(len(c.text) >= MIN_CHARS for c in pieces)
 
 
 def test_syntax_errors_and_empty_files_do_not_raise():
