@@ -125,7 +125,12 @@ class CodeGraph:
 
     @classmethod
     def load(cls, store: Store) -> "CodeGraph":
-        nodes = [Node(*row) for row in store.symbols()]
+        # one string per distinct path, name and kind (a file's symbols repeat its path; `get`,
+        # `__init__` recur): 28 MiB less held for 184k symbols (docs/BENCHMARKS.md 65c)
+        shared: dict[str, str] = {}
+        nodes = [Node(id_, shared.setdefault(path, path), shared.setdefault(name, name), qual,
+                      shared.setdefault(kind, kind), start, end)
+                 for id_, path, name, qual, kind, start, end in store.symbols()]
         resolver = _Resolver(nodes)
         sources, targets_, codes = array("q"), array("q"), array("b")  # compact while resolving
         external: list[tuple[int, str]] = []
