@@ -19,7 +19,7 @@ import difflib
 import functools
 import html
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,14 +145,18 @@ def _file(p: Placed) -> tuple[str, str]:
     return p.candidate.root, p.candidate.chunk.path
 
 
-def order_for_reading(placed: Sequence[Placed]) -> list[Placed]:
-    """Files in order of their strongest chunk; inside a file that chunk first (the answer leads),
-    then the file's other chunks in line order."""
+def order_for_reading(placed: Sequence[Placed], file_order: Mapping[tuple[str, str], float] | None = None
+                      ) -> list[Placed]:
+    """Files in `file_order` (a score per (root, path), higher first: the learned file ranker's, as
+    `packet` orders them), else and on a tie in order of their strongest chunk; inside a file that
+    chunk first (the answer leads), then the file's other chunks in line order."""
     best: dict[tuple[str, str], float] = {}
     for p in placed:
         best[_file(p)] = max(best.get(_file(p), float("-inf")), p.candidate.score)
-    return sorted(placed, key=lambda p: (-best[_file(p)], _file(p), p.candidate.score < best[_file(p)],
-                                         p.candidate.chunk.start_line, p.candidate.chunk.id))
+    rank = file_order or {}
+    return sorted(placed, key=lambda p: (-rank.get(_file(p), 0.0), -best[_file(p)], _file(p),
+                                         p.candidate.score < best[_file(p)], p.candidate.chunk.start_line,
+                                         p.candidate.chunk.id))
 
 
 def render_window(placed: Sequence[Placed], head: str = "", layout: Layout = FRONTIER) -> str:
@@ -271,9 +275,10 @@ def _render_excerpt(lines: list[str], keep: set[int], first_line: int) -> str:
 def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, delivered: set[str] = frozenset(),
              lam: float = 0.7, near_duplicate: float = 0.9, head: str = "",
              query_terms: frozenset[str] = frozenset(), layout: Layout = FRONTIER,
-             earlier: dict | None = None) -> Window:
+             earlier: dict | None = None, file_order: Mapping[tuple[str, str], float] | None = None) -> Window:
     """Choose what goes into the window and render it; `Window.tokens` (the rendered text's
-    count, head line included) never exceeds `budget`."""
+    count, head line included) never exceeds `budget`. `file_order` orders the chosen files
+    (`order_for_reading`); it chooses nothing."""
     remaining = budget - budget_tokens(head) - 1
     if delivered:
         remaining -= budget_tokens(STUB_NOTE) + 1
@@ -284,7 +289,7 @@ def assemble(candidates: Sequence[Candidate], *, budget: int, max_chunks: int, d
         chosen = _choose(candidates, remaining, max_chunks, delivered, lam, near_duplicate, query_terms, layout,
                          max_piece=max_piece, max_excerpt=int(layout.excerpt_share * budget), earlier=earlier or {},
                          budget=budget, head=head, code_over=code_over)
-    return _fit(order_for_reading(chosen), budget, head, layout)
+    return _fit(order_for_reading(chosen, file_order), budget, head, layout)
 
 
 def _choose(candidates, remaining: int, max_chunks: int, delivered, lam, near_duplicate, query_terms,

@@ -44,6 +44,7 @@ class Rules:
     exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)
     tokens_per_chunk: int | None = 150  # a window may hold one chunk per this many tokens (28d); None: fixed caps
     context_file_ranker: bool = True  # the learned file ranker weighs `context`'s files, not the hand-set evidence (54i)
+    window_files_by_ranker: bool = True  # the window shows its files in the file ranker's order, as `packet` (65d)
 
     def with_changes(self, **changes) -> "Rules":
         """These rules with some changed; an unknown name is a clear error."""

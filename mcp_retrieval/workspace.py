@@ -265,7 +265,7 @@ class Workspace:
             if isinstance(outcome, Miss):
                 st["status"], st["detail"] = "skipped", "miss: the marker (and, for ask_user, the map) only"
             else:
-                candidates = self._weigh_files(query, candidates, lead)
+                candidates, file_order = self._weigh_files(query, candidates, lead)
                 if rules.current().continuations:
                     candidates = continuation.with_continuations(candidates, budget_tokens, self._stored_pieces)
                 tracked = session_id is not None and not ignore_delivered
@@ -282,7 +282,7 @@ class Workspace:
                 window = assemble.assemble(candidates, budget=budget_tokens, max_chunks=cap, delivered=delivered,
                                            lam=config.mmr_lambda, near_duplicate=config.near_duplicate,
                                            head=head, query_terms=frozenset(terms(query)), layout=layout,
-                                           earlier=earlier)
+                                           earlier=earlier, file_order=file_order)
                 st["detail"] = (f"{len(window.placed)} chunks, {sum(p.stub for p in window.placed)} stubs, "
                                 f"{sum(p.excerpt for p in window.placed)} excerpts, {sum(p.diff for p in window.placed)} "
                                 f"diffs, {window.tokens} tokens")
@@ -321,13 +321,17 @@ class Workspace:
         return [] if path in engine.pending_paths else engine.store.chunks_for_path(path)
 
     @staticmethod
-    def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered) -> list[Candidate]:
+    def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered
+                     ) -> tuple[list[Candidate], dict[file_rank.FileKey, float] | None]:
         """`context`'s pool with each chunk weighed by its file: by the learned file ranker's share
-        (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i)."""
+        (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i); and the
+        shares, by which the window orders its files as `packet` does (65d), when the model weighed."""
         model = _file_model(lead)
         if model is None or not rules.current().context_file_ranker:
-            return file_rank.with_file_evidence(candidates)
-        return file_rank.with_learned_files(candidates, file_scorer.file_scores(model, query, candidates))
+            return file_rank.with_file_evidence(candidates), None
+        shares = file_scorer.file_scores(model, query, candidates)
+        order = shares if rules.current().window_files_by_ranker else None
+        return file_rank.with_learned_files(candidates, shares), order
 
     def _closure(self, window: assemble.Window, budget: int) -> tuple[assemble.Window, list]:
         """The window with the signatures its bodies depend on in the room left (`closure`)."""

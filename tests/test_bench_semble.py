@@ -28,6 +28,10 @@ def test_a_repository_is_scored_from_a_folder_given_in_place_of_its_snapshot(tmp
     result = run_repo(repo, queries, tmp_path / "no-mirrors", tmp_path / "work", vectors=False, tree=tree)
     assert "not the pinned revision" in result["note"]
     assert result["rows"][0]["files"][0] == "ring.zig" and result["rows"][0]["ndcg10"] == 1.0
+    # `context`'s window ranks the same way, by its chunks in the order it shows them
+    window = run_repo(repo, queries, tmp_path / "no-mirrors", tmp_path / "work", vectors=False, tree=tree,
+                      tool="context")
+    assert window["rows"][0]["files"][0] == "ring.zig" and window["rows"][0]["ndcg10"] == 1.0
     # without the folder the repository has no snapshot and is skipped with that reason
     assert run_repo(repo, queries, tmp_path / "no-mirrors", tmp_path / "work", vectors=False) == \
         {"name": "zig", "language": "zig", "skipped": "no snapshot"}

@@ -229,3 +229,20 @@ def test_a_wide_window_of_short_definitions_is_not_stopped_at_twenty(tmp_path, m
         assert full_chunks() <= 20
     finally:
         engine.close()
+
+
+def test_the_window_shows_its_files_in_the_file_rankers_order(engine, monkeypatch):
+    # each file's learned share (its chunks' `file` factor, 1 for the best file) decides where the
+    # file stands in the window, as it decides `packet`'s order; a file's strongest chunk no longer
+    # does (here the guide's best chunk outscores two code files the ranker puts before it)
+    def shares_in_window_order(**rules):
+        monkeypatch.setattr(engine.config, "rules", Rules(**rules))
+        r = Workspace.single(engine).context("how is the discount applied to an order total", debug=True)
+        files: dict[str, float] = {}
+        for c in r.chunks:
+            files.setdefault(c.path, c.terms.get("file", 1.0))
+        return list(files.values())
+
+    shares = shares_in_window_order()
+    assert len(shares) > 3 and shares == sorted(shares, reverse=True)
+    assert shares_in_window_order(window_files_by_ranker=False) != sorted(shares, reverse=True)

@@ -33,7 +33,7 @@ from mcp_retrieval.bench.swebench import gold_files, rank_files, score as file_s
 from mcp_retrieval.bench.tokens import context_window, gold_functions, score as window_score
 
 PACKET_KEYS = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
-CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "tokens")
+CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "first_file", "tokens")
 
 
 class Switch:

@@ -2,14 +2,15 @@
 
     python -m mcp_retrieval.bench semble --data ../shared/eval/semble_dev \\
         --mirrors /work/.mirror --work /tmp/semble-work [--vectors [--embedder minilm|static]] [--only chi,click] \\
-        [--out rows.jsonl]
+        [--tool packet|context] [--out rows.jsonl]
 
 Each repository of `repos.json` is put at its pinned revision from its git directory under
 `--mirrors` (`owner+name/repo`, as the fetch tool lays them out; when the pinned revision is not
 in the snapshot, the snapshot's HEAD is used and the table says so; `--tree NAME=DIR` indexes a
 folder instead, such as a release's sources when a snapshot is too large to fetch), only its `benchmark_root`
 subtree is indexed (the annotations' paths are relative to it), and each query is asked of
-`packet` for ten items. Scored with semble's NDCG@10 (`ndcg10`; the folder's README): a target is
+`packet` for ten items (`--tool context`: a 6,000-token `context` window, its chunks in the order
+it shows them: how the window an agent reads ranks the same answers). Scored with semble's NDCG@10 (`ndcg10`; the folder's README): a target is
 found at the first item whose path matches it (equal, or one ends with the other) and whose lines
 overlap its span when it has one; targets found at the same rank count once; the ideal list has
 min(10, targets) hits. Per repository the mean over its queries; per language and overall the mean
@@ -30,6 +31,7 @@ from pathlib import Path
 from mcp_retrieval.workspace import Workspace
 
 K = 10
+CONTEXT_BUDGET = 6000  # `--tool context`: the window an agent asks for by default
 
 
 def _targets(q: dict) -> list[tuple[str, int | None, int | None]]:
@@ -97,8 +99,18 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: s
     return (engine, time.perf_counter() - t0), note
 
 
+def _ranked(workspace: Workspace, query: str, tool: str) -> tuple[list[tuple[str, int, int]], bool]:
+    """(path, start, end) in rank order, and whether the answer was a miss: `packet`'s items, or
+    the chunks of a `context` window of CONTEXT_BUDGET tokens in the order it shows them."""
+    if tool == "packet":
+        packet = workspace.packet(query, max_items=K)
+        return [(i.path, i.start_line, i.end_line) for i in packet.items], packet.know is None
+    window = workspace.context(query, budget_tokens=CONTEXT_BUDGET)
+    return [(c.path, c.start_line, c.end_line) for c in window.chunks], window.know is None
+
+
 def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors: bool,
-             embedder: str = "static", tree: Path | None = None) -> dict:
+             embedder: str = "static", tree: Path | None = None, tool: str = "packet") -> dict:
     opened, note = _open_repo(repo, mirrors, work, vectors, embedder, tree)
     if opened is None:
         return {"name": repo["name"], "language": repo["language"], "skipped": note}
@@ -107,11 +119,10 @@ def run_repo(repo: dict, queries: list[dict], mirrors: Path, work: Path, vectors
     try:
         for q in queries:
             t0 = time.perf_counter()
-            packet = Workspace.single(engine).packet(q["query"], max_items=K)
+            results, miss = _ranked(Workspace.single(engine), q["query"], tool)
             ms = (time.perf_counter() - t0) * 1000
-            results = [(i.path, i.start_line, i.end_line) for i in packet.items]
             rows.append({"query": q["query"], "category": q["category"], "ndcg10": ndcg10(results, _targets(q)),
-                         "miss": packet.know is None, "ms": ms, "files": list(dict.fromkeys(r[0] for r in results)),
+                         "miss": miss, "ms": ms, "files": list(dict.fromkeys(r[0] for r in results)),
                          "items": results})
     finally:
         engine.close()
@@ -170,6 +181,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=DIR",
                     help="index DIR (the repository's top folder) for NAME instead of its snapshot, "
                          "e.g. a release's sources when the snapshot is too large to fetch")
+    ap.add_argument("--tool", default="packet", choices=["packet", "context"],
+                    help="rank by packet's items, or by the chunks of a 6,000-token context window in its order")
     args = ap.parse_args(argv)
     trees = dict(t.split("=", 1) for t in args.tree)
     data = Path(args.data)
@@ -182,7 +195,8 @@ def main(argv: list[str]) -> int:
     for repo in repos:
         queries = json.loads((data / "annotations" / f"{repo['name']}.json").read_text())
         tree = Path(trees[repo["name"]]) if repo["name"] in trees else None
-        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors, args.embedder, tree)
+        result = run_repo(repo, queries, Path(args.mirrors), Path(args.work), args.vectors, args.embedder, tree,
+                          args.tool)
         results.append(result)
         if "rows" in result:
             print(f"{repo['name']}: {statistics.mean(x['ndcg10'] for x in result['rows']):.3f} "

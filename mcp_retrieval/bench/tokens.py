@@ -9,7 +9,8 @@ lines the patch hunks change (for a pure insertion, the line it follows). Gold f
 `gold_spans` definitions, or the innermost definitions holding gold lines.
 
 Per budget it reports: gold-function hit rate (at least half of a gold function's lines shown in
-full text), gold-line recall, gold-file recall (a gold file with any line shown) and the tokens
+full text), gold-line recall, gold-file recall (a gold file with any line shown), whether the
+window opens with a gold file (`first_file`: the first file an agent reads) and the tokens
 actually shown, for `context` and two baselines packed by the same count with the same headers:
 BM25 over function-level chunks (lexical tier only, rank order, no MMR, no excerpts) and BM25
 over whole files (each file's head, as many lines as fit).
@@ -100,12 +101,15 @@ def shown_lines(path: str, start: int, text: str) -> set[int]:
 
 
 def score(shown: dict[str, set[int]], funcs, lines: dict[str, set[int]], files: list[str]) -> dict[str, float]:
+    """`shown`: the window's lines by file, files in the order the window shows them (`first_file`:
+    the window opens with a fixed file)."""
     gold_n = sum(len(v) for v in lines.values())
     hit_lines = sum(len(v & shown.get(p, set())) for p, v in lines.items())
     fn_hits = [len(set(range(s, e + 1)) & shown.get(p, set())) * 2 >= (e - s + 1) for p, s, e in funcs]
     return {"func_hit": statistics.fmean(fn_hits) if fn_hits else float("nan"),
             "line_recall": hit_lines / gold_n if gold_n else float("nan"),
-            "file_recall": sum(bool(shown.get(f)) for f in files) / len(files)}
+            "file_recall": sum(bool(shown.get(f)) for f in files) / len(files),
+            "first_file": float(next((p for p in shown if shown[p]), None) in files)}
 
 
 STRUCTURED_RATIO: dict[int, list[float]] = defaultdict(list)  # budget -> structured / text chars, per context call
