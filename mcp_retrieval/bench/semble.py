@@ -10,9 +10,9 @@ in the snapshot, the snapshot's HEAD is used and the table says so; `--tree NAME
 folder instead, such as a release's sources when a snapshot is too large to fetch), only its `benchmark_root`
 subtree is indexed (the annotations' paths are relative to it), and each query is asked of
 `packet` for ten items (`--tool context`: a 6,000-token `context` window, its chunks in the order
-it shows them: how the window an agent reads ranks the same answers). Scored with semble's NDCG@10 (`ndcg10`; the folder's README): a target is
-found at the first item whose path matches it (equal, or one ends with the other) and whose lines
-overlap its span when it has one; targets found at the same rank count once; the ideal list has
+it shows them: how the window an agent reads ranks the same answers). Scored with semble's
+NDCG@10 (`ndcg10`; the folder's README): a target is found at the first item whose path matches
+it (equal, or one ends with the other) and whose lines overlap its span when it has one; targets found at the same rank count once; the ideal list has
 min(10, targets) hits. Per repository the mean over its queries; per language and overall the mean
 over repositories; by category the mean over repositories of per-repository category means.
 Printed beside semble's published figures (`published.json`), with the share of `miss` answers.
