@@ -19,6 +19,7 @@ Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from mcp_retrieval import near_duplicates, scoring
@@ -71,6 +72,21 @@ def with_learned_files(candidates: Sequence[Candidate], shares: dict[FileKey, fl
     for c in candidates:
         scoring.multiply(c, "file", shares[(c.root, c.chunk.path)])
     return _best_first(candidates)
+
+
+# The factors that say what the caller asked for (a folder to prefer, the files of its recent turns)
+# rather than what the question matched: the file ranker never sees them.
+CALLER_FACTORS = ("path_prefix", "conversation")
+
+
+def window_order(candidates: Sequence[Candidate], shares: dict[FileKey, float]) -> dict[FileKey, float]:
+    """The order `context`'s window shows its files in: the learned share, times the caller's
+    factors on the file's chunks (`path_prefix` lifts its folder's files there as in the pool)."""
+    caller: dict[FileKey, float] = {}
+    for c in candidates:
+        key = (c.root, c.chunk.path)
+        caller[key] = max(caller.get(key, 0.0), math.prod(c.factors.get(name, 1.0) for name in CALLER_FACTORS))
+    return {key: share * caller.get(key, 1.0) for key, share in shares.items()}
 
 
 def _best_first(candidates: Sequence[Candidate]) -> list[Candidate]:

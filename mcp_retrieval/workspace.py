@@ -330,7 +330,7 @@ class Workspace:
         if model is None or not rules.current().context_file_ranker:
             return file_rank.with_file_evidence(candidates), None
         shares = file_scorer.file_scores(model, query, candidates)
-        order = shares if rules.current().window_files_by_ranker else None
+        order = file_rank.window_order(candidates, shares) if rules.current().window_files_by_ranker else None
         return file_rank.with_learned_files(candidates, shares), order
 
     def _closure(self, window: assemble.Window, budget: int) -> tuple[assemble.Window, list]:
