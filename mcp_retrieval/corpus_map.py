@@ -15,6 +15,8 @@ from __future__ import annotations
 import weakref
 from collections import Counter
 
+import numpy as np
+
 from mcp_retrieval.assemble import attr
 from mcp_retrieval.indexers.graph import CodeGraph
 from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for, suffix_of
@@ -86,12 +88,20 @@ def central_definitions(graph: CodeGraph | None) -> list[tuple[int, int]]:
 
 
 def _count_uses(graph: CodeGraph) -> list[tuple[int, int]]:
-    uses = Counter()
-    for node, incoming in graph.inc.items():
-        n = graph.nodes[node]
-        if n.kind in ("file", "module") or is_test_path(n.path):
-            continue
-        count = sum(1 for src, typ in incoming if typ in USES and graph.nodes[src].path != n.path)
-        if count:
-            uses[node] = count
-    return uses.most_common(MAX_DEFINITIONS)
+    """Edges of a USES type into each definition from another file, over the graph's arrays at
+    once (a loop over every node's edges took 1.0 s for 184k symbols, at each graph rebuild)."""
+    nodes, inc = graph.nodes, graph.inc
+    if not nodes or not len(inc):
+        return []
+    path_ids: dict[str, int] = {}
+    path_of = np.fromiter((path_ids.setdefault(n.path, len(path_ids)) for n in nodes), dtype=np.int64,
+                          count=len(nodes))
+    test_path = np.fromiter((is_test_path(p) for p in path_ids), dtype=bool, count=len(path_ids))
+    listed = ~test_path[path_of] & np.fromiter((n.kind not in ("file", "module") for n in nodes), dtype=bool,
+                                               count=len(nodes))
+    target = np.repeat(np.arange(len(nodes)), np.diff(inc.ptr))
+    use = np.isin(inc.code, [i for i, name in enumerate(inc.types) if name in USES])
+    use &= path_of[inc.neighbour] != path_of[target]
+    counts = np.bincount(target[use], minlength=len(nodes)) * listed
+    order = np.lexsort((np.arange(len(nodes)), -counts))[:MAX_DEFINITIONS]  # most used; then node order
+    return [(int(i), int(counts[i])) for i in order if counts[i]]
