@@ -503,17 +503,17 @@ def test_packet_confidence_falls_down_the_list_from_the_answers(engine, query):
 def test_only_the_questions_before_the_first_index_is_due_wait_for_it(config, tmp_path, monkeypatch):
     """The wait for an empty store's first index ends FIRST_INDEX_WAIT_S after that index began:
     a question sent later is answered at once from what is committed, not after a wait of its own."""
-    monkeypatch.setattr("mcp_retrieval.engine.FIRST_INDEX_WAIT_S", 0.2)
-    eng = _slowly_indexing_engine(config, tmp_path, seconds=1.0)
+    monkeypatch.setattr("mcp_retrieval.engine.FIRST_INDEX_WAIT_S", 0.5)
+    eng = _slowly_indexing_engine(config, tmp_path, seconds=2.0)
     waits: list[float] = []
     real_wait = eng._first_index.wait
     monkeypatch.setattr(eng._first_index, "wait", lambda timeout=None: waits.append(timeout) or real_wait(timeout))
     try:
         eng.start_background()
         first = Workspace.single(eng).packet("apply_discount")
-        time.sleep(0.2)  # well past the first index's wait, which is still building
+        time.sleep(0.5)  # past the first index's wait, which is still building
         second = Workspace.single(eng).packet("apply_discount")
         assert first.miss.reason == second.miss.reason == "indexing"
-        assert 0 < waits[0] <= 0.2 and waits[1] == 0.0
+        assert 0 < waits[0] <= 0.5 and waits[1] == 0.0
     finally:
         eng.close()
