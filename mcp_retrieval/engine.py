@@ -341,9 +341,11 @@ class Engine:
         self._first_index.wait(max(0.0, self._first_index_until - time.monotonic()))
         counts = self.store.counts()
         if counts["chunks"] == 0:
-            reason = "indexing" if self.indexing else "empty_index"
-            return Miss(reason=reason, escalate_to="reindex",
-                        detail="the index is being built; retry shortly" if self.indexing else
+            # the first index is under way from the moment it is started (its worker opens the
+            # vector table, LanceDB's 1.3 s import, before it takes the write lock)
+            building = self.indexing or not self._first_index.is_set()
+            return Miss(reason="indexing" if building else "empty_index", escalate_to="reindex",
+                        detail="the index is being built; retry shortly" if building else
                         "nothing is indexed yet: call reindex")
         return None
 
