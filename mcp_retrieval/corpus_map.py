@@ -89,7 +89,7 @@ def central_definitions(graph: CodeGraph | None) -> list[tuple[int, int]]:
 
 def _count_uses(graph: CodeGraph) -> list[tuple[int, int]]:
     """Edges of a USES type into each definition from another file, over the graph's arrays at
-    once (a loop over every node's edges took 1.0 s for 184k symbols, at each graph rebuild)."""
+    once (a loop over every node's edges took 0.6 s for 184k symbols, at each graph rebuild)."""
     nodes, inc = graph.nodes, graph.inc
     if not nodes or not len(inc):
         return []

@@ -44,8 +44,9 @@ VERSION = "0.1.0"
 # hundred files in about a second), and an agent's first question, sent as the server starts, gets
 # an answer instead of a `miss: indexing` that costs it a turn. Past it, whatever is committed
 # answers at once (`index.state` says `indexing`), or the miss if nothing is yet: counted from each
-# question's arrival instead, every question in a large root's first minutes waited the whole
-# wait again (eight repositories' 64,531 files: each waited 10 s for 100 s; BENCHMARKS 65e).
+# question's arrival instead, every question of a large root's first minutes waited the whole
+# wait again (eight repositories' 64,531 files: each question of the first 100 s waited 10 s;
+# BENCHMARKS 65e).
 FIRST_INDEX_WAIT_S = 10.0
 TASKS = ("explain", "edit", "debug", "review")
 __all__ = ["BadRequest", "Engine"]

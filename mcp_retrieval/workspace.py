@@ -324,8 +324,8 @@ class Workspace:
     def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered
                      ) -> tuple[list[Candidate], dict[file_rank.FileKey, float] | None]:
         """`context`'s pool with each chunk weighed by its file: by the learned file ranker's share
-        (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i); and the
-        shares, by which the window orders its files as `packet` does (65d), when the model weighed."""
+        (`packet`'s model), or without one by the hand-set file evidence (BENCHMARKS 54i); and, when
+        the model weighed, the order the window shows its files in (`file_rank.window_order`, 65d)."""
         model = _file_model(lead)
         if model is None or not rules.current().context_file_ranker:
             return file_rank.with_file_evidence(candidates), None
