@@ -4,7 +4,9 @@ latencies, one-file incremental update — next to the physical floor of the par
     python -m mcp_retrieval.bench scale --root /path/to/work/tree [--queries FILE] [--no-dense | --embedder static]
 
 Starts from an empty index and an empty embedding cache (both in a temporary folder unless
-given), so every figure is a cold one. Prints a JSON report.
+given), so every figure is a cold one but `restarted`: a new process started on the finished
+index, as a server is in a new session, its resident memory idle and answering. Prints a JSON
+report.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import argparse
 import json
 import random
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -104,12 +108,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--embedder", choices=("static", "minilm"), default="static", help="the dense tier's model")
     ap.add_argument("--cache-dir", default=None, help="reuse this embedding cache (index still cold)")
     ap.add_argument("--code-only", action="store_true", help="embed source chunks only (tests, prose pending)")
+    ap.add_argument("--restarted", action="store_true",
+                    help="(internal) only the restarted phase, on the index --work holds, --queries asked")
     args = ap.parse_args(argv)
     limit_malloc_arenas()  # as `serve` does before its threads start: the server's memory, not a script's
     work = Path(args.work or tempfile.mkdtemp(prefix="mcp-retrieval-scale-"))
     cfg = Config.resolve(args.root, work / "index", persist_sessions=False,
                          embedder="none" if args.no_dense else args.embedder)
     cfg.cache_dir = Path(args.cache_dir) if args.cache_dir else work / "cache"
+    if args.restarted:
+        print(json.dumps(_restarted(cfg, Path(args.queries).read_text().splitlines())))
+        return 0
     report: dict = {"root": str(cfg.root), "embedder": cfg.embedder, "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
     with PeakRSS() as rss_index:
         engine = Engine(cfg)
@@ -152,8 +161,43 @@ def main(argv: list[str]) -> int:
     report["after_a_save_ms"] = _after_saves(engine, fresh, 0 if args.code_only else 2)
     report["floor"] = _floor(engine, queries)
     engine.close()
+    report["restarted"] = _restarted_process(args, work, queries)
     print(json.dumps(report, indent=1))
     return 0
+
+
+def _restarted_process(args, work: Path, queries: list[str]) -> dict:
+    """The restarted phase in a process of its own: what a server started again on this index (a
+    new session's, the usual start) holds, without the indexing's memory in its arenas."""
+    listed = work / "restarted-queries.txt"
+    listed.write_text("\n".join(queries))
+    command = [sys.executable, "-m", "mcp_retrieval.bench", "scale", "--root", args.root, "--work", str(work),
+               "--queries", str(listed), "--restarted", "--embedder", args.embedder]
+    if args.no_dense:
+        command.append("--no-dense")
+    if args.cache_dir:
+        command += ["--cache-dir", args.cache_dir]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1:] or ["exit " + str(done.returncode)]}
+    return json.loads(done.stdout)
+
+
+def _restarted(cfg: Config, queries: list[str]) -> dict:
+    """A server's start on a complete index, as `serve` warms it (the sync finds nothing to do; the
+    graph, path resolver and vector mirror loaded), then every question asked once: resident
+    memory idle after the start and at its peak while answering."""
+    with PeakRSS() as rss:
+        engine = Engine(cfg)
+        engine.indexer.sync()
+        engine.graph(wait=True)
+        engine.retriever.warm()
+        idle = psutil.Process().memory_info().rss / 2**20
+        for q in queries:
+            Workspace.single(engine).packet(q)
+            Workspace.single(engine).context(q)
+        engine.close()
+    return {"idle_rss_mib": round(idle), "peak_rss_mib": round(rss.peak), "questions": len(queries)}
 
 
 def _probe_file(engine: Engine) -> tuple[str, Path]:
