@@ -27,7 +27,7 @@ from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
 from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
-from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for, language_of, looks_generated
+from mcp_retrieval.indexers.languages import is_code_path, language_of, looks_generated
 from mcp_retrieval.indexers.lexical import ANALYZER_VERSION
 from mcp_retrieval.indexers.memory import return_freed_memory
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
@@ -322,7 +322,7 @@ def _read_later(path: str) -> bool:
     """Tests, documentation and other text are read after the code: a batch is searchable once
     committed, and a question asked while a large root's first index is built is answered from
     what is committed (a first index of 64,531 files takes 100 s; BENCHMARKS 65e)."""
-    return language_for(path) not in CODE_LANGUAGES or is_test_path(path)
+    return not is_code_path(path)
 
 
 def _ms(t0: float) -> float:

@@ -19,7 +19,7 @@ import numpy as np
 
 from mcp_retrieval.assemble import attr
 from mcp_retrieval.indexers.graph import CodeGraph
-from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for, suffix_of
+from mcp_retrieval.indexers.languages import is_code_path, is_test_path, suffix_of
 from mcp_retrieval.indexers.tokens import budget_counts
 from mcp_retrieval.neutralize import neutralize
 
@@ -52,8 +52,7 @@ def build(root: str, paths: list[str], graph: CodeGraph | None, max_tokens: int)
 
 
 def _build(root: str, paths: list[str], graph: CodeGraph | None, max_tokens: int) -> str:
-    code = [p for p in paths if language_for(p) in CODE_LANGUAGES and not is_test_path(p)
-            and not any(part.startswith(".") for part in p.split("/"))]
+    code = [p for p in paths if is_code_path(p) and not any(part.startswith(".") for part in p.split("/"))]
     folders = Counter(folder_of(p) for p in code)
     langs: dict[str, Counter] = {}
     for p in code:

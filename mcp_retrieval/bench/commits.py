@@ -28,7 +28,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mcp_retrieval.indexers.languages import CODE_LANGUAGES, is_test_path, language_for
+from mcp_retrieval.indexers.languages import is_code_path, language_for
 from mcp_retrieval.indexers.listing import run_git
 
 FIX = re.compile(r"(?i)\b(fix(es|ed)?|bug|crash(es)?|error|wrong|incorrect|broken|regression|fails?)\b")
@@ -41,7 +41,7 @@ _NOT_A_FIX = re.compile(r"(?i)^revert\b|\btypos?\b")  # a revert undoes, a typo 
 
 def source_files(paths: list[str]) -> list[str]:
     return [p for p in paths
-            if language_for(p) in CODE_LANGUAGES and not is_test_path(p) and not _DOC_OR_BUILD.search(p)]
+            if is_code_path(p) and not _DOC_OR_BUILD.search(p)]
 
 
 def _git(git_dir: Path, *args: str) -> str:
