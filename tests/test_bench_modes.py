@@ -139,3 +139,16 @@ def test_dense_heads_asks_a_mined_commit_at_its_parent_and_puts_a_long_question_
     assert heads["title"] == "Totals are wrong" and "Traceback" in heads["start"]
     assert "Traceback" not in heads["prose start"] and "## Steps" not in heads["prose start"]
     assert heads["title + prose"].startswith("Totals are wrong\n")
+
+
+def test_lead_hit_reads_each_fixed_files_first_item_only():
+    import math
+    from types import SimpleNamespace as Item
+
+    from mcp_retrieval.bench.ab import lead_hit
+
+    items = [Item(path="a.py", start_line=1, end_line=5), Item(path="b.py", start_line=40, end_line=60),
+             Item(path="a.py", start_line=20, end_line=30)]
+    # a.py's first item misses line 25 (its second holds it); b.py's first holds 50; c.py is not shown
+    assert lead_hit(items, {"a.py": {25}, "b.py": {50}, "c.py": {1}}) == 0.5
+    assert math.isnan(lead_hit(items, {"c.py": {1}}))

@@ -12,7 +12,8 @@ the index state a run leaves behind (docs/BENCHMARKS-history.md 19a).
 `--each` gives every switch and weight an arm of its own (named by its spec), all answered from
 the one checkout and index: a rule audit costs one indexing pass, not one per rule.
 
-`--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR); `--tool context` scores
+`--tool packet` scores file ranking (`bench swebench`'s Acc@k and MRR) and `lead_hit`, the share of
+fixed files shown whose first item holds a changed line; `--tool context` scores
 windows (`bench tokens`' gold-function hit, gold-line and gold-file recall) at each `--budgets`.
 """
 
@@ -29,10 +30,10 @@ from pathlib import Path
 
 from mcp_retrieval.bench import read_rows, select_rows
 from mcp_retrieval.bench.checkout import opened_instances
-from mcp_retrieval.bench.swebench import gold_files, rank_files, score as file_score
+from mcp_retrieval.bench.swebench import gold_files, packet_items, score as file_score
 from mcp_retrieval.bench.tokens import context_window, gold_functions, score as window_score
 
-PACKET_KEYS = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr")
+PACKET_KEYS = ("acc@1", "acc@3", "acc@5", "acc@10", "mrr", "lead_hit")
 CONTEXT_KEYS = ("func_hit", "line_recall", "file_recall", "first_file", "tokens")
 
 
@@ -115,9 +116,11 @@ def _arms(changes: list, specs: list[str], each: bool) -> list[tuple[str, list]]
 def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
     query = row["problem_statement"]
     if tool == "packet":
-        files, _, _ = rank_files(engine, query)
+        items, _ = packet_items(engine, query)
+        files = list(dict.fromkeys(i.path for i in items))
         gold = gold_files(row)
-        return {**file_score(files, gold), "ranks": [files.index(g) + 1 if g in files else None for g in gold]}
+        return {**file_score(files, gold), "lead_hit": lead_hit(items, gold_functions(engine, row)[1]),
+                "ranks": [files.index(g) + 1 if g in files else None for g in gold]}
     funcs, lines = gold_functions(engine, row)
     if not lines:
         return None
@@ -129,10 +132,23 @@ def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
     return out
 
 
+def lead_hit(items, lines: dict[str, set[int]]) -> float:
+    """Of the fixed files `packet` shows, the share whose first item holds a line the fix changed
+    (or a line of a gold function): is the pointer to a right file a pointer to the right place?
+    NaN when it shows none."""
+    leads: dict[str, object] = {}
+    for item in items:
+        leads.setdefault(item.path, item)
+    shown = [p for p in lines if p in leads]
+    if not shown:
+        return float("nan")
+    return sum(any(leads[p].start_line <= n <= leads[p].end_line for n in lines[p]) for p in shown) / len(shown)
+
+
 def _cells(result: dict, tool: str) -> dict[str, float]:
     """A question's numbers as flat `key` (packet) or `budget key` (context) cells."""
     if tool == "packet":
-        return {k: result[k] for k in PACKET_KEYS}
+        return {k: result.get(k, math.nan) for k in PACKET_KEYS}  # results saved before `lead_hit`: NaN
     return {f"{b} {k}": v[k] for b, v in result.items() for k in CONTEXT_KEYS}
 
 

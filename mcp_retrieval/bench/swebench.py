@@ -78,12 +78,17 @@ def as_conversation(statement: str) -> tuple[str, list[str]]:
     return title.strip() or statement[:200], [body[i:i + 1000] for i in range(0, len(body), 1000)]
 
 
-def rank_files(engine: Engine, query: str, recent_turns: list[str] | None = None) -> tuple[list[str], list[str], float]:
+def packet_items(engine: Engine, query: str, recent_turns: list[str] | None = None) -> tuple[list, float]:
+    """`packet`'s 50 items for `query`, and the milliseconds it took."""
     t0 = time.perf_counter()
     packet = Workspace.single(engine).packet(query, max_items=50, recent_turns=recent_turns)
-    ms = (time.perf_counter() - t0) * 1000
-    files = list(dict.fromkeys(i.path for i in packet.items))
-    symbols = [f"{i.path}::{i.symbol}" for i in packet.items[:10] if i.symbol]
+    return packet.items, (time.perf_counter() - t0) * 1000
+
+
+def rank_files(engine: Engine, query: str, recent_turns: list[str] | None = None) -> tuple[list[str], list[str], float]:
+    items, ms = packet_items(engine, query, recent_turns)
+    files = list(dict.fromkeys(i.path for i in items))
+    symbols = [f"{i.path}::{i.symbol}" for i in items[:10] if i.symbol]
     return files, symbols, ms
 
 
