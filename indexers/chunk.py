@@ -284,8 +284,9 @@ def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
             segs.extend(_split_large(start, end, members, lines, symbol, kind, own_context))
 
 
-# A comment block's first line: a closing `*/` or a bare `*` line above a definition is the end of a
-# block whose opening line is no comment by its look (`/*` then plain text), which stays whole.
+# What the first line of a definition's own comment block starts with. Walking up from a definition,
+# a block that starts otherwise (`*`, `*/`, Lua's `--]]`) is the tail of a comment whose opening
+# lines do not read as comment lines (`/*` over plain text): it is left whole where it was.
 _COMMENT_OPENERS = ("//", "/*", "#", ";", "--")
 
 
@@ -298,7 +299,7 @@ def _above_leading_comment(lines: list[str], start: int, last: int) -> int:
     while line > start and (not lines[line].strip() or _is_comment(lines[line].strip())):
         line -= 1
     block = [text.strip() for text in lines[line + 1: last + 1] if text.strip()]
-    if not block or not block[0].startswith(_COMMENT_OPENERS) or block[0].startswith(("*/", "--]]")):
+    if not block or not block[0].startswith(_COMMENT_OPENERS) or block[0].startswith("--]]"):
         return max(start, last)
     return line
 
