@@ -1,8 +1,7 @@
 """Split a source file into retrieval units: definitions for code, sections for prose.
 
 Code (tree-sitter): one chunk per function/method/class; a class that does not fit is split
-into its header (signature, docstring, attributes; a header of its opening line alone opens its
-first member's chunk) and its members, each with its own doc comment; a function that does not
+into its header (signature, docstring, attributes) and its members; a function that does not
 fit is split at statement boundaries; tiny neighbours are merged (cAST-style). Markdown/RST
 split at headings; anything else in line windows. Every chunk carries a deterministic
 contextual header (path + enclosing signatures) that is indexed and embedded with it.
@@ -39,10 +38,8 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # (`Rakefile`, `.bashrc`) or its `#!` line (`languages.language_of`, docs/BENCHMARKS.md 64a);
 # flex's, Bison's and Autoconf's output is read as generated (64c). 12: a split definition's
 # last piece under MIN_CHARS stays with the piece before it; "auto-generated" inside a sentence and
-# "amalgamation" without "an" mark no file generated (65a). 13: a split class's first member keeps
-# its own doc comment, which the class's header had held, and a header of its opening line alone
-# opens the first member's chunk (docs/BENCHMARKS.md 66c).
-CHUNKER_VERSION = "13"
+# "amalgamation" without "an" mark no file generated (65a).
+CHUNKER_VERSION = "12"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -266,42 +263,12 @@ def _walk_container(node, defs, lines, qual, context, segs, depth) -> None:
             segs.append(_Seg(start, end, symbol, kind, own_context))
         elif kind == "class" and members is not None and has_definitions(members, defs):
             first_member = first_definition_line(members, defs) or end
-            # the header (signature, docs, attributes) before the first member, less the member's
-            # own comment, which `_merge` gives to the member as it does every other member's; a
-            # long header (an Elixir @moduledoc, test cases before a helper) is cut at its statements
-            header_end = _above_leading_comment(lines, start, first_member - 1)
-            header = _split_large(start, header_end, members, lines, symbol, kind, own_context)
-            bare = len(header) == 1 and _seg_chars(lines, header[0]) < MIN_CHARS
-            if not bare:
-                segs.extend(header)
-            first = len(segs)
+            # the header (signature, docs, attributes) before the first member; a long one (an
+            # Elixir @moduledoc, test cases before a helper) is cut at its statements like a body
+            segs.extend(_split_large(start, max(start, first_member - 1), members, lines, symbol, kind, own_context))
             _walk_container(members, defs, lines, symbol, own_context, segs, depth + 1)
-            if bare and len(segs) > first:
-                # a header of its opening line alone (`impl Wheel {`, `namespace absl {`) says nothing
-                # of its own, yet ranked first as a one-line chunk: it opens its first member's chunk
-                segs[first].start = start
         else:
             segs.extend(_split_large(start, end, members, lines, symbol, kind, own_context))
-
-
-# What the first line of a definition's own comment block starts with. Walking up from a definition,
-# a block that starts otherwise (`*`, `*/`, Lua's `--]]`) is the tail of a comment whose opening
-# lines do not read as comment lines (`/*` over plain text): it is left whole where it was.
-_COMMENT_OPENERS = ("//", "/*", "#", ";", "--")
-
-
-def _above_leading_comment(lines: list[str], start: int, last: int) -> int:
-    """The last line of `start..last` above the comment and blank lines that end it, or `last` when
-    those do not make a whole comment block (`start` at the least). A big class's first member had
-    its doc comment read into the class's header: `impl Wheel {` and `/// Creates a new timing
-    wheel.` one chunk, `fn new` another without it (chunker 13)."""
-    line = last
-    while line > start and (not lines[line].strip() or _is_comment(lines[line].strip())):
-        line -= 1
-    block = [text.strip() for text in lines[line + 1: last + 1] if text.strip()]
-    if not block or not block[0].startswith(_COMMENT_OPENERS) or block[0].startswith("--]]"):
-        return max(start, last)
-    return line
 
 
 def _split_large(start, end, body, lines, symbol, kind, context) -> list[_Seg]:
