@@ -101,16 +101,20 @@ def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> l
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,
                near_duplicate: float = NEAR_DUPLICATE,
-               learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None) -> list[Candidate]:
+               learned: Callable[[Sequence[Candidate]], dict[FileKey, float]] | None = None,
+               within: Callable[[list[Candidate]], list[Candidate]] | None = None) -> list[Candidate]:
     """Candidates regrouped: files by score, within a file its chunks by score, at most
     `per_file` of them before every other file has had its turn; near-duplicates of a shown chunk
-    dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score."""
+    dropped. `learned` (the file ranker: `file_scorer`) replaces the hand-set file score; `within`
+    (the learned chunk order: `lead_chunk`) reorders each file's chunks, given best score first."""
     kept = drop_near_duplicates(candidates, near_duplicate)
     scores = learned(kept) if learned is not None else file_scores(kept)
     order = sorted(scores, key=lambda p: -scores[p])
     chunks: dict[FileKey, list[Candidate]] = {}
     for c in sorted(kept, key=lambda c: (-c.score, c.chunk.id)):
         chunks.setdefault((c.root, c.chunk.path), []).append(c)
+    if within is not None:
+        chunks = {key: within(group) for key, group in chunks.items()}
     return distinct_first(order, scores, chunks, per_file)
 
 

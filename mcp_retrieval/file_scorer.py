@@ -33,6 +33,7 @@ class FileRanker:
     scale: np.ndarray
     weights: np.ndarray
     temperature: float = 1.0
+    features: tuple[str, ...] = FEATURES  # the columns' names (`lead_chunk` reuses this class for its own)
 
     def scores(self, rows: list[list[float]]) -> np.ndarray:
         if not rows:
@@ -43,30 +44,36 @@ class FileRanker:
         """The features that moved this file's score most, by signed contribution."""
         parts = (np.asarray(row) - self.mean) / self.scale * self.weights
         best = np.argsort(-np.abs(parts))[:top]
-        return {FEATURES[i]: round(float(parts[i]), 3) for i in best if parts[i]}
+        return {self.features[i]: round(float(parts[i]), 3) for i in best if parts[i]}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "FileRanker":
-        if list(data["features"]) != list(FEATURES):
+    def from_dict(cls, data: dict, features: tuple[str, ...] = FEATURES) -> "FileRanker":
+        if list(data["features"]) != list(features):
             raise ValueError("its features are not this version's (retrain: training/README.md)")
         arrays = [np.asarray(data[k], dtype=np.float64) for k in ("mean", "scale", "weights")]
-        if any(a.shape != (len(FEATURES),) for a in arrays):
+        if any(a.shape != (len(features),) for a in arrays):
             raise ValueError("its arrays do not match its feature list")
         temperature = float(data.get("temperature", 1.0))
         if not temperature > 0:
             raise ValueError("its temperature is not positive")
-        return cls(str(data.get("version", "")), *arrays, temperature)
+        return cls(str(data.get("version", "")), *arrays, temperature, tuple(features))
+
+
+def load(model_file: str, features: tuple[str, ...], fallback: str) -> FileRanker | None:
+    """A linear model shipped in `mcp_retrieval.weights`, or None (one warning naming `fallback`,
+    what takes its place) when it cannot be read."""
+    try:
+        text = resources.files("mcp_retrieval.weights").joinpath(model_file).read_text(encoding="utf-8")
+        return FileRanker.from_dict(json.loads(text), features)
+    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
+        log.warning("%s not loaded (%s); %s", model_file, exc, fallback)
+        return None
 
 
 @functools.lru_cache(maxsize=1)
 def shipped() -> FileRanker | None:
     """The model that ships with the package, or None (with a warning) when it cannot be read."""
-    try:
-        text = resources.files("mcp_retrieval.weights").joinpath(MODEL_FILE).read_text(encoding="utf-8")
-        return FileRanker.from_dict(json.loads(text))
-    except (OSError, ValueError, KeyError, TypeError, ModuleNotFoundError) as exc:
-        log.warning("file ranker not loaded (%s); files ranked by the hand-set file score", exc)
-        return None
+    return load(MODEL_FILE, FEATURES, "files ranked by the hand-set file score")
 
 
 def file_scores(model: FileRanker, query: str, candidates,

@@ -39,6 +39,7 @@ class Rules:
     # `packet`: the rerank stage's structural factors but the test demotion (prose, generated,
     # template) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
+    learned_chunk_order: bool = True  # `packet`: a file's chunks in the learned order (`lead_chunk`, 67a)
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)
     exact_remaining: bool = True  # what is left is recounted from the rendered window before a cut (34a)

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from mcp_retrieval import quiet, rules
-from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, scoring
+from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, lead_chunk, scoring
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
 from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
@@ -374,7 +374,7 @@ class Workspace:
                 if model is not None else None
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
                                               near_duplicate=lead.engine.config.near_duplicate,
-                                              learned=learned)
+                                              learned=learned, within=_chunk_order(lead, query))
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items, ranked by the {'learned' if model else 'hand-set'} file score"
         items: list[PacketItem] = []
@@ -492,6 +492,13 @@ def _file_model(lead: Gathered) -> file_scorer.FileRanker | None:
     """The learned file ranker both tools weigh files by, unless the lead root's settings ask for
     the hand-set score (`MCP_RETRIEVAL_FILE_RANKER=hand`) or none could be loaded."""
     return file_scorer.shipped() if lead.engine.config.file_ranker else None
+
+
+def _chunk_order(lead: Gathered, query: str):
+    """How `packet` orders each file's chunks: the learned order (`lead_chunk`) with the learned
+    file ranker, else by score (None)."""
+    model = lead_chunk.shipped() if _file_model(lead) is not None and rules.current().learned_chunk_order else None
+    return lead_chunk.within_files(model, query) if model is not None else None
 
 
 def _packet_confidence(outcome: Know | Miss) -> float:

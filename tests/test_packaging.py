@@ -39,4 +39,5 @@ def test_the_wheel_installs_only_the_mcp_retrieval_package(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert "mcp_retrieval/prompts/context.txt" in names and "mcp_retrieval/indexers/queries/python.scm" in names
     assert "mcp_retrieval/weights/file_ranker.json" in names  # the learned file ranker ships with the code
+    assert "mcp_retrieval/weights/lead_chunk.json" in names  # and the learned chunk order
     assert not any(n.startswith("mcp_retrieval/bench/") for n in names)  # development scripts stay in the clone

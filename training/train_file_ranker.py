@@ -105,22 +105,31 @@ def pairs(data, indices, weights=None) -> tuple[np.ndarray, np.ndarray]:
 
 def fit(data, indices, seed: int = 0, weights=None) -> FileRanker:
     rows = np.concatenate([data[i][1] for i in indices if len(data[i][1])])
+    d, pw = pairs(data, indices, weights)
+    mean, scale, w = fit_pairs(rows, d, pw, seed)
+    return FileRanker(VERSION, mean, scale, w)
+
+
+def fit_pairs(rows: np.ndarray, d: np.ndarray, pw: np.ndarray, seed: int = 0,
+              l2: float = L2) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(mean, scale, weights) of a linear score over standardised `rows` fitted to the pairwise
+    differences `d` (answer minus other, each weighted by `pw`): RankNet's logistic loss, an L2
+    penalty, full-batch Adam (the file ranker's, and the learned chunk order's: train_lead_chunk)."""
     mean, scale = rows.mean(axis=0), rows.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    d, pw = pairs(data, indices, weights)
     d = d / scale  # the mean cancels in a difference
     pw = pw / pw.sum()
     rng = np.random.default_rng(seed)
-    w = rng.normal(0, 0.01, len(FEATURES))
+    w = rng.normal(0, 0.01, rows.shape[1])
     m = np.zeros_like(w)
     v = np.zeros_like(w)
     for step in range(1, STEPS + 1):
         margin = d @ w
-        grad = -(d * (pw / (1.0 + np.exp(np.clip(margin, -30, 30))))[:, None]).sum(axis=0) + L2 * w
+        grad = -(d * (pw / (1.0 + np.exp(np.clip(margin, -30, 30))))[:, None]).sum(axis=0) + l2 * w
         m = 0.9 * m + 0.1 * grad
         v = 0.999 * v + 0.001 * grad * grad
         w -= LEARNING_RATE * (m / (1 - 0.9 ** step)) / (np.sqrt(v / (1 - 0.999 ** step)) + 1e-8)
-    return FileRanker(VERSION, mean, scale, w)
+    return mean, scale, w
 
 
 class _Boosted:
