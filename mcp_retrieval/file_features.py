@@ -72,6 +72,12 @@ def _question_words_in_order(query: str) -> list[str]:
     return [t for t in terms(query) if len(t) >= 3 and t not in STOPWORDS and not t.isdigit()]
 
 
+def lone_identifier(query: str) -> bool:
+    """The question is one identifier (`RouterGroup`, `pkg.mod.func`) of three or more characters."""
+    stripped = query.strip()
+    return bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
+
+
 def is_long_question(query: str) -> bool:
     return len(question_words(query)) > LONG_QUESTION_WORDS
 
@@ -143,7 +149,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
     qstems = frozenset(stem(w) for w in qwords)
     lead_stems = list(dict.fromkeys(stem(w) for w in in_order))[:TEXT_STEMS]
     stripped = query.strip()
-    is_identifier = bool(_IDENTIFIER.match(stripped)) and len(stripped) >= 3
+    is_identifier = lone_identifier(query)
     name = re.split(r"[.:$]+", stripped)[-1].lower() if is_identifier else ""
     short = float(len(qwords) <= 6)
     long = float(len(qwords) > LONG_QUESTION_WORDS)

@@ -3,8 +3,8 @@
 `packet` hands the agent places to read; its first item of a file is where the agent looks first.
 By chunk score alone that is often a short chunk whose few words are the question's (BM25's length
 normalisation: a three-line `__aenter__` over the method that does the work) — on mined fix commits
-the highest-scored chunk of a fixed file held a changed line 0.52 of the time where some pooled
-chunk of it did 0.89 (docs/BENCHMARKS.md 67a). A linear model over a chunk's score relative to its
+the highest-scored chunk of a fixed file held a changed line half the time where some pooled chunk
+of it did 0.89 of the time (docs/BENCHMARKS.md 67a). A linear model over a chunk's score relative to its
 file's best, its tiers' ranks, its length, kind, and how much of the question its name and text
 hold orders each file's chunks; it was trained on those mined commits' pools with the changed
 lines as labels (`training/train_lead_chunk.py`, folds grouped by repository) and ships as
@@ -19,7 +19,8 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 
-from mcp_retrieval.file_features import TEXT_CHARS, TEXT_STEMS, _cover, _question_words_in_order, _words
+from mcp_retrieval.file_features import (TEXT_CHARS, TEXT_STEMS, _cover, _question_words_in_order, _words,
+                                         lone_identifier)
 from mcp_retrieval.file_scorer import FileRanker, load
 from mcp_retrieval.indexers.analysis import stem
 from mcp_retrieval.retrieve import Candidate
@@ -75,9 +76,14 @@ def chunk_features(question: Question, chunks: Sequence[Candidate]) -> list[list
     return rows
 
 
-def within_files(model: FileRanker, query: str) -> Callable[[list[Candidate]], list[Candidate]]:
+def within_files(model: FileRanker, query: str) -> Callable[[list[Candidate]], list[Candidate]] | None:
     """The order `file_rank.rank_files` shows one file's chunks in (given best score first): the
-    model's, ties by score. A chunk moved ahead of a higher-scored one says so in its `why`."""
+    model's, ties by score. A chunk moved ahead of a higher-scored one says so in its `why`.
+    None (by score) for a question that is one identifier: the model learned from commit messages,
+    never a bare name, and for `Axios` it put a long method of `Axios.js` before the class's own
+    definition, which the symbol tier had first (docs/BENCHMARKS.md 67a)."""
+    if lone_identifier(query):
+        return None
     question = Question(query)
 
     def order(chunks: list[Candidate]) -> list[Candidate]:

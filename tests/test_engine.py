@@ -206,8 +206,8 @@ def test_a_changed_lexical_analyser_or_chunker_re_analyses_every_file_once(engin
 
 def test_recent_turns_steer_the_ranking_but_never_the_search(engine):
     q = "how is the cart total computed"
-    plain = Workspace.single(engine).packet(q, debug=True)
-    steered = Workspace.single(engine).packet(q, recent_turns=["I am looking at src/shop/pricing.py", "with_tax looks wrong"], debug=True)
+    plain = Workspace.single(engine).packet(q, max_items=50, debug=True)
+    steered = Workspace.single(engine).packet(q, recent_turns=["I am looking at src/shop/pricing.py", "with_tax looks wrong"], max_items=50, debug=True)
     def item(r):
         return next(i for i in r.items if i.symbol == "with_tax")
 

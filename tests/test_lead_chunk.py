@@ -89,3 +89,10 @@ def test_training_learns_from_a_commits_changed_lines(tmp_path):
     assert data["figures"]["files"] == 10 and data["figures"]["by_score"] == 0.0
     assert data["figures"]["learned_out_of_fold"] == 1.0
     assert FileRanker.from_dict(data, lead_chunk.FEATURES).features == lead_chunk.FEATURES
+
+
+def test_a_question_that_is_one_identifier_keeps_the_score_order():
+    """The model learned from commit messages; asked `Axios`, the class's own definition (first by
+    score, from the symbol tier) must lead its file, not a long method that says "axios" often."""
+    assert lead_chunk.within_files(lead_chunk.shipped(), "Axios") is None
+    assert lead_chunk.within_files(lead_chunk.shipped(), "how does Axios dispatch a request") is not None

@@ -119,8 +119,12 @@ def _answer(engine, row: dict, tool: str, budgets: list[int]) -> dict | None:
         items, _ = packet_items(engine, query)
         files = list(dict.fromkeys(i.path for i in items))
         gold = gold_files(row)
+        leads = {}
+        for i in items:
+            if i.path in gold:
+                leads.setdefault(i.path, [i.start_line, i.end_line, i.symbol])
         return {**file_score(files, gold), "lead_hit": lead_hit(items, gold_functions(engine, row)[1]),
-                "ranks": [files.index(g) + 1 if g in files else None for g in gold]}
+                "ranks": [files.index(g) + 1 if g in files else None for g in gold], "leads": leads}
     funcs, lines = gold_functions(engine, row)
     if not lines:
         return None
