@@ -24,7 +24,7 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # parsed; neighbours defining one name (equations, clauses, overloads) read as one chunk; C/C++
 # definitions under #if/#ifdef. 5: TypeScript namespaces and ambient modules are containers. 6: a
 # Kotlin extension function is named with its receiver (`String.toSlug`); a Haskell signature no
-# equation follows (a class method) is a definition. (7: a trial, docs/BENCHMARKS.md 59e.) 8: C
+# equation follows (a class method) is a definition. (7: a trial, docs/BENCHMARKS-history.md 59e.) 8: C
 # directives (`#include`, `#define`) are not comments: a file's banner and includes no longer join
 # its first function. 9: a `.h` header whose text is C++ is read by the C++ grammar
 # (`languages.language_of`); C/C++ lines of one macro name parsed as blank; definitions the parser
@@ -32,7 +32,7 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # wrapping call, by a property assignment or a class field are definitions, as are Java enum
 # methods, Ruby `class << self` methods, Java `@interface` and Scala package objects and extensions;
 # Rust inner docs and comment blocks longer than a chunk no longer lead the next definition; the
-# items inside a Rust macro's braces are definitions (docs/BENCHMARKS.md 62c-62f). 10: a JS/TS
+# items inside a Rust macro's braces are definitions (docs/BENCHMARKS-history.md 62c-62f). 10: a JS/TS
 # function bound by `export default` (anonymous: named `default`), or guarded there by `&&`/`||`,
 # is a definition (63d). 11: a file no extension names is read in the language of its name
 # (`Rakefile`, `.bashrc`) or its `#!` line (`languages.language_of`, docs/BENCHMARKS.md 64a);

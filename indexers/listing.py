@@ -9,7 +9,7 @@ not installed does the walk fall back to its own matcher (pathspec's patterns, e
 git matches it, `walk._Rules`): on 1,000 random trees with nested ignore files it lists what git
 lists in all of them, and the watcher's check of one changed path agrees with it (995 before
 folders were matched by their own path only, 952 before `*` + `!*/` was read as git reads it;
-the watcher's single-path check differed on 35; docs/BENCHMARKS.md 56d, 57e, 58c).
+the watcher's single-path check differed on 35; docs/BENCHMARKS-history.md 56d, 57e, 58c).
 
 Submodules are not entered (git lists the gitlink, not its files).
 """

@@ -352,7 +352,7 @@ class _MMR:
     """Maximal marginal relevance: a candidate's value is its relevance less `weight` x its largest
     similarity to a chosen piece; the highest value is taken next, ties to the earlier candidate.
     The similarities are the pool's word 3-gram Jaccard, measured for the whole pool at once
-    (`near_duplicates`, the measure `packet` drops near-duplicates by; docs/BENCHMARKS.md 56i)."""
+    (`near_duplicates`, the measure `packet` drops near-duplicates by; docs/BENCHMARKS-history.md 56i)."""
 
     def __init__(self, pool: list[Candidate], relevance: list[float], weight: float):
         self.candidates = list(pool)

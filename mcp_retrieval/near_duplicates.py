@@ -2,12 +2,12 @@
 
 `packet` shows a chunk once when a copy of it (a file vendored twice, a generated twin) ranks
 above it, and `context`'s MMR weighs each candidate against what the window holds already
-(`assemble._MMR`, docs/BENCHMARKS.md 56i): both read the Jaccard similarity of two chunks' sets
+(`assemble._MMR`, docs/BENCHMARKS-history.md 56i): both read the Jaccard similarity of two chunks' sets
 of word 3-grams. Copies differ in whole words, so words are runs of ASCII letters, digits and `_`
 (a non-ASCII character stays inside its word), lowercased.
 
 Measuring a pool chunk by chunk (split, hash each word, a set per chunk, set against set) was a
-quarter of a new question's `packet` time on sympy (docs/BENCHMARKS.md 56a). Here every chunk of
+quarter of a new question's `packet` time on sympy (docs/BENCHMARKS-history.md 56a). Here every chunk of
 the pool (its first TEXT_CHARS) is one byte array: words are found and hashed by array operations
 (each word's keyed byte sum read off one prefix sum), grams mixed from three word hashes, and the
 shared grams of every pair of chunks counted by sorting the pool's grams once. The similarities

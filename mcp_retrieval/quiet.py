@@ -3,7 +3,7 @@
 The code graph is rebuilt after an index change by the first question that needs it, in a thread
 (`Engine.graph`). Started at once, that rebuild (about a second of Python on a large repository)
 shared the interpreter with the question that started it: `context` right after a save on sympy
-took 42 ms against 26 with the graph left as it was (docs/BENCHMARKS.md 56c). The question is
+took 42 ms against 26 with the graph left as it was (docs/BENCHMARKS-history.md 56c). The question is
 answered with the previous graph either way, so the rebuild now waits until no question is being
 answered in this process (the agent is reading the answer), or `MAX_WAIT_S` at the longest so a
 server kept busy still rebuilds.

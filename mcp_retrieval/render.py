@@ -1,6 +1,6 @@
 """The text form of a tool's result: what an MCP client reads beside the structured result, and
 what the command line prints. Kept apart from `server` so the command line does not import the MCP
-SDK, which a one-shot command never uses (0.6 s of `mcp-retrieval packet`, docs/BENCHMARKS.md 63h)."""
+SDK, which a one-shot command never uses (0.6 s of `mcp-retrieval packet`, docs/BENCHMARKS-history.md 63h)."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ QUESTIONS = Path(__file__).resolve().parent.parent / "fixtures" / "ranking_quest
 # lost `pricing.py` to `cart.py`, which imports its `apply_discount`, when the Python import lift
 # went: on swebench_dev the lift cost three first files (docs/BENCHMARKS-history.md 42d). "adding tax to
 # an amount" lost `pricing.py` to `cart.py`, whose code calls its `add_tax`, when the file ranker read
-# 1,000 characters of each chunk (model 6: mined commits +24 -14 at Acc@5 out of fold, docs/BENCHMARKS.md
+# 1,000 characters of each chunk (model 6: mined commits +24 -14 at Acc@5 out of fold, docs/BENCHMARKS-history.md
 # 53g). Floors sit at the measured values: a change that loses a question here must say why there.
 FLOORS = {"acc1": 0.6, "acc3": 0.9, "ndcg10": 0.8, "know": 1.0}
 
