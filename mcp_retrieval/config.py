@@ -7,7 +7,8 @@ large repository, docs/BENCHMARKS-history.md 43d; `none` for lexical only),
 MCP_RETRIEVAL_CROSS_ENCODER (a folder holding a cross-encoder's model.onnx + tokenizer files),
 MCP_RETRIEVAL_EMBED_TOKENS (what the embedding model reads of a chunk, default 256; read in
 `indexers.embed`), MCP_RETRIEVAL_FILE_RANKER (`learned` default; `hand` orders `packet`'s files
-by the hand-set file score instead, for comparison).
+by the hand-set file score and each file's chunks by score instead of the learned models, for
+comparison).
 """
 
 from __future__ import annotations

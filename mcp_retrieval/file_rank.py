@@ -67,7 +67,7 @@ def with_file_evidence(candidates: Sequence[Candidate]) -> list[Candidate]:
 def with_learned_files(candidates: Sequence[Candidate], shares: dict[FileKey, float]) -> list[Candidate]:
     """`context`'s pool, each chunk multiplied by its file's learned share (`file_scorer.file_scores`:
     1 for the best file), best first. On mined fix commits it brings more fixed files into a
-    window than the hand-set evidence and as many fixed functions (docs/BENCHMARKS.md 54i). Every
+    window than the hand-set evidence and as many fixed functions (docs/BENCHMARKS-history.md 54i). Every
     chunk of a file takes the same factor, so the order inside a file is kept."""
     for c in candidates:
         scoring.multiply(c, "file", shares[(c.root, c.chunk.path)])
