@@ -4,9 +4,9 @@
 By chunk score alone that is often a short chunk whose few words are the question's (BM25's length
 normalisation: a three-line `__aenter__` over the method that does the work) — on mined fix commits
 the highest-scored chunk of a fixed file held a changed line half the time where some pooled chunk
-of it did 0.89 of the time (docs/BENCHMARKS.md 67a). A linear model over a chunk's score relative to its
-file's best, its tiers' ranks, its length, kind, and how much of the question its name and text
-hold orders each file's chunks; it was trained on those mined commits' pools with the changed
+of it did 0.89 of the time (docs/BENCHMARKS.md 67a). A linear model over a chunk's score relative
+to its file's best, its lexical and title ranks, its length and kind, and how much of the question
+its name and text hold orders each file's chunks; it was trained on those mined commits' pools with the changed
 lines as labels (`training/train_lead_chunk.py`, folds grouped by repository) and ships as
 `weights/lead_chunk.json`. The order of files is the file ranker's and is not touched here.
 
