@@ -96,3 +96,26 @@ def test_a_question_that_is_one_identifier_keeps_the_score_order():
     score, from the symbol tier) must lead its file, not a long method that says "axios" often."""
     assert lead_chunk.within_files(lead_chunk.shipped(), "Axios") is None
     assert lead_chunk.within_files(lead_chunk.shipped(), "how does Axios dispatch a request") is not None
+
+
+def test_a_mirrors_diff_driver_never_runs_when_training_reads_a_commit(tmp_path):
+    """The training script reads a mined commit through the project's neutralised git: a mirror
+    whose config and attributes name a textconv filter (which `git show` runs) or an external diff
+    program gets its plain diff read, and neither program runs."""
+    work = tmp_path / "work"
+    work.mkdir()
+    _git(work, "init", "-q")
+    (work / "mod.py").write_text("a\nb\nc\n")
+    _git(work, "add", "mod.py")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "first")
+    (work / "mod.py").write_text("a\nB\nc\n")
+    _git(work, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "second")
+    marker = tmp_path / "ran"
+    (tmp_path / "driver.sh").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (tmp_path / "driver.sh").chmod(0o755)
+    _git(work, "config", "diff.external", str(tmp_path / "driver.sh"))
+    _git(work, "config", "diff.hostile.textconv", f"{tmp_path / 'driver.sh'}; cat")
+    (work / ".git" / "info").mkdir(exist_ok=True)
+    (work / ".git" / "info" / "attributes").write_text("*.py diff=hostile\n")
+    lines = train_lead_chunk.changed_lines(work / ".git", _git(work, "rev-parse", "HEAD"))
+    assert lines == {"mod.py": {2}} and not marker.exists()

@@ -20,9 +20,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 from pathlib import Path
+
+from mcp_retrieval.bench.commits import git_text_or_empty
 
 MAX_QUERY_CHARS = 300
 MAX_FILES_PER_COMMIT = 2
@@ -31,8 +32,7 @@ _HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", re.M)
 
 def changed_lines(git_dir: Path, sha: str, path: str) -> set[int]:
     """The 1-based lines of `path` after commit `sha` that the commit added or changed."""
-    diff = subprocess.run(["git", "--git-dir", str(git_dir), "show", "-U0", "--format=", sha, "--", path],
-                          capture_output=True, text=True, errors="replace").stdout
+    diff = git_text_or_empty(git_dir, "show", "-U0", "--format=", "--no-ext-diff", "--no-textconv", sha, "--", path)
     lines: set[int] = set()
     for m in _HUNK.finditer(diff):
         start, count = int(m.group(1)), int(m.group(2) or 1)
@@ -57,8 +57,7 @@ def pairs_of(git_dir: Path, repo: str, per_repo: int, scan: int) -> list[dict]:
     for sha, _parent, message, files in described_commits(git_dir, per_repo, scan):
         query = query_of(message)
         for path in files[:MAX_FILES_PER_COMMIT]:
-            text = subprocess.run(["git", "--git-dir", str(git_dir), "show", f"{sha}:{path}"],
-                                  capture_output=True, text=True, errors="replace").stdout
+            text = git_text_or_empty(git_dir, "show", f"{sha}:{path}")
             changed = changed_lines(git_dir, sha, path)
             if not text or not changed:
                 continue  # a pure deletion leaves no changed line after the commit
@@ -103,13 +102,13 @@ def main(argv: list[str]) -> int:
                 continue
             try:
                 found = pairs_of(git_dir, repo, args.per_repo, args.scan)
-            except subprocess.CalledProcessError as exc:  # a snapshot missing old objects
+            except RuntimeError as exc:  # a snapshot missing old objects (`bench.commits.git_text`)
                 found = []
-                print(f"{repo}: history unreadable past some commit ({exc.stderr.strip()[:80]}); "
+                print(f"{repo}: history unreadable past some commit ({str(exc)[:80]}); "
                       f"trying the newest 2000", file=sys.stderr)
                 try:
                     found = pairs_of(git_dir, repo, args.per_repo, 2000)
-                except subprocess.CalledProcessError:
+                except RuntimeError:
                     print(f"{repo}: skipped", file=sys.stderr)
                     continue
             total += len(found)

@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import posixpath
-import subprocess
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from mcp_retrieval.bench.commits import git_text_or_empty
 from mcp_retrieval.file_scorer import shipped
 from mcp_retrieval.indexers.chunk import parse
 from mcp_retrieval.indexers.import_links import module_paths, strip_extension
@@ -30,23 +30,18 @@ from mcp_retrieval.indexers.symbols import extract
 from training.train_file_ranker import _answers, ranked_files
 
 
-def _git(git_dir: Path, *args: str) -> str:
-    return subprocess.run(["git", f"--git-dir={git_dir}", *args], capture_output=True, text=True,
-                          errors="replace").stdout
-
-
 def imported_files(git_dir: Path, commit: str, importers: list[str]) -> set[str]:
     """The repository's files at `commit` that the importers' import statements name (a Go
     import names every file of its package folder). Matched by path suffix only, looser than the
     code graph's resolution (`indexers/graph.py` needs every file's definitions): an upper bound
     of what a hop reaches, cheap enough to run on a pool's five head files."""
     by_stem: dict[str, list[str]] = defaultdict(list)
-    for path in _git(git_dir, "ls-tree", "-r", "--name-only", commit).splitlines():
+    for path in git_text_or_empty(git_dir, "ls-tree", "-r", "--name-only", commit).splitlines():
         by_stem[strip_extension(path)].append(path)
     reached: set[str] = set()
     for importer in importers:
         language = language_for(importer)
-        tree = parse(_git(git_dir, "show", f"{commit}:{importer}"), language) if language else None
+        tree = parse(git_text_or_empty(git_dir, "show", f"{commit}:{importer}"), language) if language else None
         if tree is None:
             continue
         for edge in extract(importer, language, tree).edges:

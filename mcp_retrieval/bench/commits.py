@@ -44,9 +44,10 @@ def source_files(paths: list[str]) -> list[str]:
             if is_code_path(p) and not _DOC_OR_BUILD.search(p)]
 
 
-def _git(git_dir: Path, *args: str) -> str:
+def git_text(git_dir: Path, *args: str) -> str:
     """`git <args>` against `git_dir`, neutralised like every git call of the project (a mined
-    repository's config runs nothing); a clear error when git fails."""
+    repository's config runs nothing); a clear error (RuntimeError) when git fails. The benchmarks'
+    and training scripts' way to read a mined mirror."""
     done = run_git(Path.cwd(), *args, git_dir=git_dir)
     if done is None or done.returncode != 0:
         why = done.stderr.decode(errors="replace").strip() if done is not None else "git could not run"
@@ -54,9 +55,17 @@ def _git(git_dir: Path, *args: str) -> str:
     return done.stdout.decode(errors="replace")
 
 
+def git_text_or_empty(git_dir: Path, *args: str) -> str:
+    """`git_text`, or "" when git fails (a script that skips what it cannot read)."""
+    try:
+        return git_text(git_dir, *args)
+    except RuntimeError:
+        return ""
+
+
 def patch_text(git_dir: Path, parent: str, sha: str, paths: list[str]) -> str:
     """The commit's diff of `paths`, as SWE-bench rows carry it (`a/` and `b/` prefixes)."""
-    return _git(git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", parent, sha, "--", *paths)
+    return git_text(git_dir, "diff", "--no-color", "--no-ext-diff", "--no-textconv", parent, sha, "--", *paths)
 
 
 def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str], bool],
@@ -64,7 +73,7 @@ def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str],
     """(sha, parent, message, modified source files) of the newest `limit` first-parent, non-merge
     commits whose (stripped) message `accept`s and that modify one to MAX_GOLD_FILES source files
     existing before, none of a status in `new_file_statuses` (an added or deleted source file)."""
-    log = _git(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
+    log = git_text(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
                "--name-status", "HEAD")
     found = 0
     for record in log.split("\x1e")[1:]:
