@@ -374,7 +374,8 @@ class Workspace:
                 if model is not None else None
             candidates = file_rank.rank_files(candidates, per_file=max(2, -(-max_items // 4)),
                                               near_duplicate=lead.engine.config.near_duplicate,
-                                              learned=learned, within=_chunk_order(lead, query))
+                                              learned=learned,
+                                              within=_chunk_order(query) if model is not None else None)
             st["detail"] = f"{len({(c.root, c.chunk.path) for c in candidates[:max_items]})} files in the first " \
                            f"{max_items} items, ranked by the {'learned' if model else 'hand-set'} file score"
         items: list[PacketItem] = []
@@ -494,10 +495,10 @@ def _file_model(lead: Gathered) -> file_scorer.FileRanker | None:
     return file_scorer.shipped() if lead.engine.config.file_ranker else None
 
 
-def _chunk_order(lead: Gathered, query: str):
-    """How `packet` orders each file's chunks: the learned order (`lead_chunk`) with the learned
-    file ranker, else by score (None)."""
-    model = lead_chunk.shipped() if _file_model(lead) is not None and rules.current().learned_chunk_order else None
+def _chunk_order(query: str):
+    """How `packet` orders each file's chunks beside the learned file ranker: the learned order
+    (`lead_chunk`), or by score (None) when it is switched off or could not be loaded."""
+    model = lead_chunk.shipped() if rules.current().learned_chunk_order else None
     return lead_chunk.within_files(model, query) if model is not None else None
 
 
