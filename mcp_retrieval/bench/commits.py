@@ -44,14 +44,14 @@ def source_files(paths: list[str]) -> list[str]:
             if is_code_path(p) and not _DOC_OR_BUILD.search(p)]
 
 
-def git_text(git_dir: Path, *args: str) -> str:
-    """`git <args>` against `git_dir`, neutralised like every git call of the project (a mined
-    repository's config runs nothing); a clear error (RuntimeError) when git fails. The benchmarks'
-    and training scripts' way to read a mined mirror."""
-    done = run_git(Path.cwd(), *args, git_dir=git_dir)
+def git_text(git_dir: Path | None, *args: str, directory: Path | None = None) -> str:
+    """`git <args>` against `git_dir` (or run in `directory`), neutralised like every git call of
+    the project (a mined repository's config runs nothing); a clear error (RuntimeError) when git
+    fails. The benchmarks' and training scripts' way to read a mined mirror or work a clone."""
+    done = run_git(directory or Path.cwd(), *args, git_dir=git_dir)
     if done is None or done.returncode != 0:
         why = done.stderr.decode(errors="replace").strip() if done is not None else "git could not run"
-        raise RuntimeError(f"git {args[0]} in {git_dir}: {why}")
+        raise RuntimeError(f"git {args[0]} in {git_dir or directory}: {why}")
     return done.stdout.decode(errors="replace")
 
 

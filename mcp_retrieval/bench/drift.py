@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 from mcp_retrieval.bench import read_rows
 from mcp_retrieval.bench.checkout import checkout
+from mcp_retrieval.bench.commits import git_text
 from mcp_retrieval.indexers import update
 from mcp_retrieval.indexers.update import Indexer
 
@@ -34,9 +34,7 @@ TOP = 10
 
 
 def commit_time(git_dir: str, commit: str) -> int:
-    out = subprocess.run(["git", f"--git-dir={git_dir}", "show", "-s", "--format=%ct", commit],
-                         capture_output=True, text=True, check=True).stdout
-    return int(out.strip())
+    return int(git_text(Path(git_dir), "show", "-s", "--format=%ct", commit).strip())
 
 
 def spread(items: list, n: int) -> list:

@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+from mcp_retrieval.bench.commits import git_text
 from mcp_retrieval.config import Config
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.indexers.embed import EmbeddingCache
@@ -31,10 +32,9 @@ from mcp_retrieval.workspace import Workspace
 
 def _clone(git_dir: Path, rev: str, dest: Path) -> str:
     if not dest.exists():
-        subprocess.run(["git", "clone", "-q", "--shared", "--no-checkout", str(git_dir), str(dest)], check=True)
-    subprocess.run(["git", "-C", str(dest), "checkout", "-q", "--detach", rev], check=True)
-    return subprocess.run(["git", "-C", str(dest), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=True).stdout.strip()
+        git_text(None, "clone", "-q", "--shared", "--no-checkout", str(git_dir), str(dest))
+    git_text(None, "checkout", "-q", "--detach", rev, directory=dest)
+    return git_text(None, "rev-parse", "HEAD", directory=dest).strip()
 
 
 def _moto() -> tuple[subprocess.Popen, str]:
