@@ -61,9 +61,34 @@ def looks_generated(text: str) -> bool:
     return bool(_GENERATED.search("\n".join(head[:8])) or _GENERATED_STAMP.search("\n".join(head[:20])))
 
 
+# A Python package's own `test` or `testing` subpackage is library code its users import (Django's
+# `django/test/runner.py`, `numpy/testing/`, `sympy/testing/runtests.py`, `sphinx/testing/`,
+# `xarray/testing/assertions.py`, `matplotlib/testing/`): never the first folder (a project's
+# `test/` or pytest's `testing/` suite) nor below a layout folder (`src/test/` of a Maven-style
+# tree, CPython's `Lib/test/`), nor a folder of inputs (ruff's `resources/test/fixtures/*.py`).
+# Its tests are still tests by their own names or folders.
+_LAYOUT_FOLDERS = frozenset({"src", "lib", "source"})
+_INPUT_FOLDERS = frozenset({"resources", "fixtures", "data", "samples", "snapshots", "cases", "inputs", "examples"})
+
+
 def is_test_path(path: str) -> bool:
     """Tests are embedded after code and ranked after it unless the question is about tests."""
-    return bool(_TEST_PATH.search(path))
+    if not _TEST_PATH.search(path):
+        return False
+    if not path.endswith((".py", ".pyi")) or not _library_test_packages():
+        return True
+    parts = path.split("/")
+    if _INPUT_FOLDERS.intersection(parts[:-1]):
+        return True
+    for i in range(1, len(parts) - 1):
+        if parts[i] in ("test", "testing") and parts[i - 1].lower() not in _LAYOUT_FOLDERS:
+            return bool(_TEST_PATH.search("/".join(parts[:i] + parts[i + 1:])))
+    return True
+
+
+def _library_test_packages() -> bool:
+    from mcp_retrieval import rules  # a leaf module; read per call so `bench ab` can switch it
+    return rules.current().library_test_packages
 
 
 def is_code_path(path: str) -> bool:

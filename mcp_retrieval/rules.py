@@ -31,6 +31,7 @@ class Rules:
     read_options: bool = True  # `--collect-only` read as an option, found where it is declared (19b)
     located_messages: bool = True  # a quoted message found at its format string (25a)
     # anchors (retrieve)
+    library_test_packages: bool = True  # `django/test/`, `numpy/testing/`: a Python package's own, code (68a)
     one_word_modules_only_python: bool = True  # a bare `utils` names a module in Python only
     strict_path_match: bool = True  # a written path names at most three files; `lib.rs` alone none
     # the pool (pipeline)

@@ -37,6 +37,23 @@ def test_each_ecosystems_test_conventions_are_recognised():
     assert not any(is_test_path(p) for p in code), [p for p in code if is_test_path(p)]
 
 
+def test_a_python_packages_own_test_package_is_code_its_tests_still_tests():
+    from mcp_retrieval.rules import Rules, applied
+
+    library = ["django/test/runner.py", "django/test/__init__.py", "sympy/testing/runtests.py",
+               "lib/matplotlib/testing/decorators.py", "numpy/testing/_private/utils.py",
+               "xarray/testing/assertions.py", "sphinx/testing/fixtures.py"]
+    tests = ["sympy/testing/tests/test_pytest.py", "pkg/testing/conftest.py", "pkg/test/test_util.py",
+             "testing/python/collect.py",  # a project's own suite at the top (pytest's `testing/`)
+             "test/helpers.py", "src/test/python/foo.py", "Lib/test/support/__init__.py",
+             "tests/pkg/test/x.py", "crates/ruff/resources/test/fixtures/source.py",
+             "pkg/test/helper.js"]  # Python only
+    assert not any(is_test_path(p) for p in library), [p for p in library if is_test_path(p)]
+    assert all(is_test_path(p) for p in tests), [p for p in tests if not is_test_path(p)]
+    with applied(Rules(library_test_packages=False)):
+        assert all(is_test_path(p) for p in library)
+
+
 def test_a_rust_test_module_is_demoted_not_the_file_around_it():
     assert is_test_chunk("src/lib.rs", "tests.it_adds", "rust")
     assert is_test_chunk("src/lib.rs", "tests", "rust")
