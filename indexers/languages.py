@@ -14,6 +14,8 @@ import re
 
 from tree_sitter import Language, Parser
 
+from mcp_retrieval import rules  # a leaf module
+
 log = logging.getLogger(__name__)
 
 # Test conventions per ecosystem: folders (Python/Rust `tests/`, Java/Maven `src/test/`, JS
@@ -73,9 +75,14 @@ _INPUT_FOLDERS = frozenset({"resources", "fixtures", "data", "samples", "snapsho
 
 def is_test_path(path: str) -> bool:
     """Tests are embedded after code and ranked after it unless the question is about tests."""
+    return _is_test_path(path, _library_test_packages())
+
+
+@functools.lru_cache(maxsize=1 << 16)  # asked of the same pooled paths at every question
+def _is_test_path(path: str, library_test_packages: bool) -> bool:
     if not _TEST_PATH.search(path):
         return False
-    if not path.endswith((".py", ".pyi")) or not _library_test_packages():
+    if not path.endswith((".py", ".pyi")) or not library_test_packages:
         return True
     parts = path.split("/")
     if _INPUT_FOLDERS.intersection(parts[:-1]):
@@ -87,8 +94,7 @@ def is_test_path(path: str) -> bool:
 
 
 def _library_test_packages() -> bool:
-    from mcp_retrieval import rules  # a leaf module; read per call so `bench ab` can switch it
-    return rules.current().library_test_packages
+    return rules.current().library_test_packages  # read per call so `bench ab` can switch it
 
 
 def is_code_path(path: str) -> bool:
