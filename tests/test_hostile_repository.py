@@ -94,3 +94,23 @@ def test_the_index_command_end_to_end_leaves_fsmonitor_unrun(tmp_path):
                          env={**os.environ, "MCP_RETRIEVAL_EMBEDDER": "none"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert not marker.exists()
+
+
+def test_no_module_runs_git_but_through_the_neutralised_call():
+    """Every git call of the server, the benchmarks and the training scripts goes through
+    `listing.run_git`/`git_command` (NEUTRALISED_CONFIG): a literal `"git"` argv elsewhere would run
+    a mined or indexed repository's configured programs."""
+    import ast
+    from pathlib import Path
+
+    top = Path(__file__).resolve().parent.parent
+    offenders = []
+    for folder in ("mcp_retrieval", "indexers", "training"):
+        for source in (top / folder).rglob("*.py"):
+            if "indexers" in source.relative_to(top).parts[1:2]:
+                continue  # mcp_retrieval/indexers is the top-level indexers/ again (a link in work trees)
+            for node in ast.walk(ast.parse(source.read_text(encoding="utf-8"))):
+                if (isinstance(node, ast.List) and node.elts and isinstance(node.elts[0], ast.Constant)
+                        and node.elts[0].value == "git"):
+                    offenders.append(f"{source.relative_to(top)}:{node.lineno}")
+    assert offenders == []
