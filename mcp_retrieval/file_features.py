@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Sequence
 
 from mcp_retrieval.indexers.analysis import STOPWORDS, split_identifier, stem, terms
-from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk
+from mcp_retrieval import rules
+from mcp_retrieval.indexers.languages import PROSE_LANGUAGES, is_test_chunk, is_test_path
 from mcp_retrieval.retrieve import Candidate
 
 TIERS = ("lexical", "title", "code", "dense", "dense_title", "path", "symbol", "message", "history", "graph")
@@ -35,7 +36,7 @@ BASE_FEATURES = (
     "file_rank_inv",   # 1 / (1 + the file's place by best chunk), 1 for the first file
     "chunks_log",      # log(1 + its chunks in the pool)
     *(f"tier_{t}" for t in TIERS),  # 1 / the best rank that tier gave any of its chunks (0: not found)
-    "test",            # a test file or test definition (not one defining the identifier the question is)
+    "test",            # a test file, by its path (not one defining the identifier the question is)
     "prose",           # documentation (markdown, rst, text)
     "aside",           # under docs/, examples/, vendor/, scripts/, build/ ...
     "minority_lang",   # not the language most of the pool is in (C with C++, TypeScript with TSX)
@@ -139,6 +140,14 @@ _COLUMNS = {f: i for i, f in enumerate((*BASE_FEATURES, *QUESTION_FEATURES))}
 _CROSSED_COLUMNS = [_COLUMNS[f] for f in CROSSED]
 
 
+def _test_file(path: str, best: Candidate) -> bool:
+    """Whether a file reads as tests: by its path (`file_test_by_path`), so a Rust or Zig source
+    file whose inline test module matched best is still the source it is; else by its best chunk."""
+    if rules.current().file_test_by_path:
+        return is_test_path(path)
+    return is_test_chunk(path, best.chunk.symbol, best.chunk.language)
+
+
 def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tuple[str, str]], list[list[float]]]:
     """(file keys `(root, path)` in order of first appearance, one row of FEATURES per file)."""
     if not candidates:
@@ -186,7 +195,7 @@ def file_features(query: str, candidates: Sequence[Candidate]) -> tuple[list[tup
         exact = exact or (is_identifier and file_stem.lower() == name)
         row = [scores[0] / top, scores[1] / top, scores[2] / top, 1.0 / (1 + place[key]), math.log1p(len(chunks)),
                *tiers,
-               float(is_test_chunk(path, best.chunk.symbol, best.chunk.language) and not exact),
+               float(_test_file(path, best) and not exact),
                float(best.chunk.language in PROSE_LANGUAGES),
                float(bool(_ASIDE.search(path))),
                float(bool(majority) and _family(best.chunk.language) != majority),

@@ -87,3 +87,28 @@ def test_a_file_whose_code_holds_the_questions_words_covers_them_by_its_text():
     utils, other = rows[keys.index(("", "src/StringUtils.java"))], rows[keys.index(("", "src/Range.java"))]
     assert utils[column] == 1.0  # null, safe, string, pars: each in one of its two chunks
     assert other[column] == 0.0
+
+
+def test_a_source_file_whose_inline_tests_matched_best_is_still_source():
+    """ripgrep's `printer/src/json.rs` answered a pasted issue best with a chunk of its own
+    `#[cfg(test)] mod tests`: the file is the source the fix changes, so the file ranker's `test`
+    reads its path; a test file stays a test, and the chunk itself is still demoted as a test."""
+    from mcp_retrieval.indexers.store import StoredChunk
+    from mcp_retrieval.retrieve import Candidate
+    from mcp_retrieval.rules import Rules, applied
+
+    def candidate(path: str, symbol: str, score: float) -> Candidate:
+        chunk = StoredChunk(id=f"{path}:{symbol}", path=path, start_line=1, end_line=9, symbol=symbol, kind="function",
+                            language="rust", header="", text="", sha256="", tokens=9, embedded=False)
+        return Candidate(chunk=chunk, score=score)
+
+    pool = [candidate("crates/printer/src/json.rs", "tests.max_matches_after_context", 1.0),
+            candidate("crates/printer/src/json.rs", "JSONSink.sink_context", 0.4),
+            candidate("tests/json.rs", "max_count", 0.9)]
+    column = FEATURES.index("test")
+    keys, rows = file_features("--max-count with --context prints too much", pool)
+    assert rows[keys.index(("", "crates/printer/src/json.rs"))][column] == 0.0
+    assert rows[keys.index(("", "tests/json.rs"))][column] == 1.0
+    with applied(Rules(file_test_by_path=False)):
+        keys, rows = file_features("--max-count with --context prints too much", pool)
+    assert rows[keys.index(("", "crates/printer/src/json.rs"))][column] == 1.0
