@@ -26,6 +26,9 @@ log = logging.getLogger(__name__)
 MODEL_FILE = "file_ranker.json"
 
 
+SHOW_EVERY_CONTRIBUTION = False  # `bench losses` reads every feature's, not `debug`'s strongest few
+
+
 @dataclass(frozen=True)
 class FileRanker:
     version: str
@@ -41,9 +44,10 @@ class FileRanker:
         return ((np.asarray(rows, dtype=np.float64) - self.mean) / self.scale) @ self.weights
 
     def contributions(self, row: list[float], top: int = 6) -> dict[str, float]:
-        """The features that moved this file's score most, by signed contribution."""
+        """The features that moved this file's score most, by signed contribution (every one
+        with SHOW_EVERY_CONTRIBUTION)."""
         parts = (np.asarray(row) - self.mean) / self.scale * self.weights
-        best = np.argsort(-np.abs(parts))[:top]
+        best = np.argsort(-np.abs(parts))[:None if SHOW_EVERY_CONTRIBUTION else top]
         return {self.features[i]: round(float(parts[i]), 3) for i in best if parts[i]}
 
     @classmethod
