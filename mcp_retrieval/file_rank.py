@@ -12,7 +12,8 @@ chunks before the next file gets its turn.
 The Go/Rust folder lift that ran after the hand-set score (a file gained a share of the strongest
 other head file of its package: docs/BENCHMARKS-history.md 9a) is the learned ranker's
 `folder_head` feature now, and gone from the hand-set fallback (docs/BENCHMARKS-history.md 44b).
-Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`.
+Near-duplicate chunks (identical files vendored twice) are shown once, as in `context`; of a
+source chunk and its generated copy (an amalgamated header), the source.
 Without the model, `context` reads the hand-set file evidence before it packs a window (`with_file_evidence`).
 Pure: no I/O.
 """
@@ -22,7 +23,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from mcp_retrieval import near_duplicates, scoring
+from mcp_retrieval import near_duplicates, rules, scoring
+from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.retrieve import Candidate
 
 SECOND_HIT_SHARE = 0.25
@@ -95,8 +97,14 @@ def _best_first(candidates: Sequence[Candidate]) -> list[Candidate]:
 
 def drop_near_duplicates(candidates: Sequence[Candidate], threshold: float) -> list[Candidate]:
     """Candidates in order, without any whose word 3-grams reach `threshold` Jaccard similarity
-    with one kept before (`near_duplicates`: the whole pool measured at once)."""
-    return [candidates[i] for i in near_duplicates.kept([c.chunk.text for c in candidates], threshold)]
+    with one kept before (`near_duplicates`: the whole pool measured at once). A generated copy
+    (an amalgamated `singleheader/simdjson.h`, a bundle) comes after every hand-written chunk in
+    that reading, so of two twins the source is the one kept, whichever scored higher."""
+    order = list(range(len(candidates)))
+    if rules.current().handwritten_twin_kept:
+        order.sort(key=lambda i: candidates[i].chunk.priority == PRIORITY_LAST)  # stable: scores' order within each
+    kept = near_duplicates.kept([candidates[i].chunk.text for i in order], threshold)
+    return [candidates[i] for i in sorted(order[k] for k in kept)]
 
 
 def rank_files(candidates: Sequence[Candidate], *, per_file: int,

@@ -41,6 +41,7 @@ class Rules:
     # template) are left to the file ranker (43b)
     file_ranker_weighs_structure: bool = True
     file_test_by_path: bool = True  # the file ranker's `test`: the file's path, not its best chunk (a Rust `mod tests`) (68b)
+    handwritten_twin_kept: bool = True  # of a source chunk and its generated copy, the source is kept (68d)
     learned_chunk_order: bool = True  # `packet`: a file's chunks in the learned order (`lead_chunk`, 67a)
     # the `context` window (continuation, assemble, workspace)
     continuations: bool = True  # a split definition's pieces come together (22)

@@ -60,3 +60,26 @@ def test_a_chunk_is_measured_by_its_first_text_chars_whatever_its_length():
     long_a, long_b = head + " alpha" * 200_000, head + " beta" * 200_000  # a megabyte each
     assert similarities([long_a, long_b])[0, 1] == 1.0
     assert kept([long_a, long_b, "other words entirely here"], 0.9) == [0, 2]
+
+
+def test_of_a_source_chunk_and_its_generated_copy_the_source_is_kept():
+    """simdjson's amalgamated `singleheader/simdjson.h` holds `src/` word for word; when its copy
+    scored higher, the source chunk was the one dropped and the file the fix changes never showed."""
+    from mcp_retrieval.file_rank import drop_near_duplicates
+    from mcp_retrieval.indexers.store import PRIORITY_LAST, StoredChunk
+    from mcp_retrieval.retrieve import Candidate
+    from mcp_retrieval.rules import Rules, applied
+
+    body = "really_inline bool parse_number(const uint8_t *src, bool found_minus, writer &out) { return true; }"
+
+    def candidate(path: str, score: float, priority: int = 0, text: str = body) -> Candidate:
+        chunk = StoredChunk(id=path, path=path, start_line=1, end_line=3, symbol="parse_number", kind="function",
+                            language="cpp", header="", text=text, sha256="", tokens=30, embedded=False,
+                            priority=priority)
+        return Candidate(chunk=chunk, score=score)
+
+    pool = [candidate("singleheader/simdjson.h", 1.0, PRIORITY_LAST), candidate("src/other.cpp", 0.9, text="other code here"),
+            candidate("src/generic/numberparsing.h", 0.8), candidate("vendored/numberparsing.h", 0.7)]
+    assert [c.chunk.path for c in drop_near_duplicates(pool, 0.9)] == ["src/other.cpp", "src/generic/numberparsing.h"]
+    with applied(Rules(handwritten_twin_kept=False)):
+        assert [c.chunk.path for c in drop_near_duplicates(pool, 0.9)] == ["singleheader/simdjson.h", "src/other.cpp"]
