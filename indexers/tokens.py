@@ -30,10 +30,6 @@ def _tokenizer():
         return None
 
 
-def tokenizer_name() -> str:
-    return "all-MiniLM-L6-v2 wordpiece" if _tokenizer() is not None else "chars/4 estimate"
-
-
 # Plain ASCII text (most code) is counted without running the tokenizer over it, to the same
 # number: BERT's normaliser and pre-tokeniser split at whitespace and make every ASCII punctuation
 # mark a token of its own, so such a text's count is its punctuation marks plus the WordPiece

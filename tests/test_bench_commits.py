@@ -107,3 +107,33 @@ def test_a_repository_failing_after_its_first_rows_leaves_none_of_them(tmp_path,
     assert commits.main(["--repo", f"shop/cart={repo / '.git'}", "--out", str(out)]) == 0
     assert len(calls) == 2 and out.read_text() == ""
     assert "shop/cart: skipped: git diff failed" in capsys.readouterr().err
+
+
+def test_the_held_out_list_mines_each_repository_up_to_its_pinned_commit(tmp_path, monkeypatch):
+    import json
+
+    from mcp_retrieval.bench import commits
+    repo = tmp_path / "cart"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    commit(repo, {"lib/cart.rb": "def total\n  nil\nend\n"}, "initial import of the shop")
+    pinned = commit(repo, {"lib/cart.rb": "def total\n  0\nend\n"}, "Fix total returning nil for an empty cart")
+    commit(repo, {"lib/cart.rb": "def total\n  1\nend\n"}, "Fix total returning zero for a full cart")  # after the pin
+    mirrors = tmp_path / "mirrors"  # as the fetch tool leaves them: owner+name/repo, a bare git directory
+    subprocess.run(["git", "clone", "-q", "--bare", str(repo), str(mirrors / "shop+cart" / "repo")], check=True)
+    listing = tmp_path / "heldout_repos.txt"
+    listing.write_text(f"# held out\nshop/cart {pinned}\n")
+    monkeypatch.setattr(commits, "HELD_OUT", listing)
+    monkeypatch.setattr(commits.held_out_repos, "__defaults__", (listing,))
+    out = tmp_path / "rows.jsonl"
+    assert commits.main(["--held-out", str(mirrors), "--out", str(out)]) == 0
+    row, = [json.loads(line) for line in out.read_text().splitlines()]
+    assert row["instance_id"] == f"shop__cart-{pinned[:10]}"
+
+
+def test_training_never_mines_a_held_out_repository():
+    from mcp_retrieval.bench.commits import held_out_repos
+    training = {line.strip().lower() for line in (Path(__file__).parents[1] / "training" / "repos.txt").read_text().splitlines()
+                if line.strip() and not line.startswith("#")}
+    held = {repo.lower() for repo in held_out_repos()}
+    assert len(held) == 18 and not held & training

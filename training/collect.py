@@ -13,7 +13,8 @@ change (at least 30 characters; no revert, typo, version bump or release) and th
 three source files existing before (none added or deleted) become questions: the message is the
 question, the parent commit the workspace (indexed lexically, incrementally from one commit to
 the next; the history tier reads the parent's ancestry only), the modified source files the
-answer. A repository listed in `../shared/eval/evaluation_repos.txt` is refused.
+answer. A repository listed in `../shared/eval/evaluation_repos.txt` or held out by
+`mcp_retrieval/bench/heldout_repos.txt` is refused.
 `semble`: the dev questions of the peer benchmark over their pinned trees, the annotated files
 and spans the answer.
 
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 from mcp_retrieval import file_features
-from mcp_retrieval.bench.commits import _NOT_A_FIX, source_commits
+from mcp_retrieval.bench.commits import _NOT_A_FIX, held_out_repos, source_commits
 from mcp_retrieval.file_features import question_words
 from mcp_retrieval.stages import StageLog
 
@@ -88,13 +89,13 @@ def _done(out: Path) -> set[str]:
 def collect_commits(args) -> None:
     from mcp_retrieval.bench.checkout import open_instance
 
-    banned = evaluation_repos(Path(args.evaluation_repos))
+    banned = evaluation_repos(Path(args.evaluation_repos)) | {r.lower() for r in held_out_repos()}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = _done(out)
     for repo in [r.strip() for r in Path(args.repos).read_text().splitlines() if r.strip() and not r.startswith("#")]:
         if repo.lower() in banned:
-            print(f"{repo}: refused, it is an evaluation repository", file=sys.stderr)
+            print(f"{repo}: refused, it is an evaluation or held-out repository", file=sys.stderr)
             continue
         git_dir = Path(args.mirrors) / repo.replace("/", "+") / "repo"
         if (git_dir / ".git").is_dir():

@@ -4,6 +4,7 @@
         --out /tmp/commits.jsonl
     python -m mcp_retrieval.bench swebench --instances /tmp/commits.jsonl --repo jekyll/jekyll=... \\
         --no-dense --modes bm25_file,full
+    python -m mcp_retrieval.bench commits --held-out /work/.mirror --out /tmp/heldout.jsonl
 
 The classic bug-localisation set-up: walking HEAD's first-parent history, newest first, every
 non-merge commit whose message says it fixes something (`fix`, `bug`, `crash`, `error`, ...) and
@@ -69,12 +70,14 @@ def patch_text(git_dir: Path, parent: str, sha: str, paths: list[str]) -> str:
 
 
 def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str], bool],
-                   new_file_statuses: tuple[str, ...] = ("A", "D"), max_message: int | None = None):
+                   new_file_statuses: tuple[str, ...] = ("A", "D"), max_message: int | None = None,
+                   rev: str = "HEAD"):
     """(sha, parent, message, modified source files) of the newest `limit` first-parent, non-merge
-    commits whose (stripped) message `accept`s and that modify one to MAX_GOLD_FILES source files
-    existing before, none of a status in `new_file_statuses` (an added or deleted source file)."""
+    commits up to `rev` whose (stripped) message `accept`s and that modify one to MAX_GOLD_FILES
+    source files existing before, none of a status in `new_file_statuses` (an added or deleted
+    source file)."""
     log = git_text(git_dir, "log", "--first-parent", "--no-merges", f"-{scan}", "--format=%x1e%H %P%x1f%B%x1f",
-               "--name-status", "HEAD")
+               "--name-status", rev)
     found = 0
     for record in log.split("\x1e")[1:]:
         head, message, status = (record.split("\x1f") + ["", ""])[:3]
@@ -92,25 +95,45 @@ def source_commits(git_dir: Path, limit: int, scan: int, accept: Callable[[str],
             return
 
 
-def fix_commits(git_dir: Path, limit: int, scan: int = 4000):
-    """(sha, parent, message, changed source files) of the newest `limit` fix commits."""
+def fix_commits(git_dir: Path, limit: int, scan: int = 4000, rev: str = "HEAD"):
+    """(sha, parent, message, changed source files) of the newest `limit` fix commits up to `rev`."""
     return source_commits(git_dir, limit, scan, lambda m: len(m) >= MIN_MESSAGE_CHARS and bool(FIX.search(m))
-                          and not _NOT_A_FIX.search(m))
+                          and not _NOT_A_FIX.search(m), rev=rev)
+
+
+HELD_OUT = Path(__file__).with_name("heldout_repos.txt")
+
+
+def held_out_repos(path: Path = HELD_OUT) -> dict[str, str]:
+    """owner/name -> the commit its fix commits are mined up to, from the held-out list (a repository
+    no ranker is trained on and no rule is kept on: docs/BENCHMARKS.md 69a)."""
+    pinned = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            repo, rev = line.split()
+            pinned[repo] = rev
+    return pinned
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="python -m mcp_retrieval.bench commits")
     ap.add_argument("--repo", action="append", default=[], help="owner/name=/path/to/git/dir (repeatable)")
+    ap.add_argument("--held-out", metavar="MIRRORS", default=None,
+                    help="mine the held-out list (bench/heldout_repos.txt) at its pinned commits, each repository "
+                         "from MIRRORS/owner+name/repo")
     ap.add_argument("--per-repo", type=int, default=15)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
+    targets = [(*spec.partition("=")[::2], "HEAD") for spec in args.repo]
+    if args.held_out:
+        targets += [(repo, str(Path(args.held_out) / repo.replace("/", "+") / "repo"), rev)
+                    for repo, rev in held_out_repos().items()]
     rows = 0
     with open(args.out, "w") as out:
-        for spec in args.repo:
-            repo, _, git_dir = spec.partition("=")
+        for repo, git_dir, rev in targets:
             found = []  # written once the repository is read whole: a skipped one leaves no rows
             try:
-                for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo):
+                for sha, parent, message, gold in fix_commits(Path(git_dir), args.per_repo, rev=rev):
                     found.append({"instance_id": f"{repo.replace('/', '__')}-{sha[:10]}", "repo": repo,
                                   "base_commit": parent, "problem_statement": message, "gold_code_files": gold,
                                   "patch_text": patch_text(Path(git_dir), parent, sha, gold),
