@@ -38,8 +38,9 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # (`Rakefile`, `.bashrc`) or its `#!` line (`languages.language_of`, docs/BENCHMARKS.md 64a);
 # flex's, Bison's and Autoconf's output is read as generated (64c). 12: a split definition's
 # last piece under MIN_CHARS stays with the piece before it; "auto-generated" inside a sentence and
-# "amalgamation" without "an" mark no file generated (65a).
-CHUNKER_VERSION = "12"
+# "amalgamation" without "an" mark no file generated (65a). 14 (66c's 13 was dropped): a Rust
+# `mod name;` without a body declares a module kept in another file, no definition (69c).
+CHUNKER_VERSION = "14"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60

@@ -105,6 +105,8 @@ def kinds(language: str) -> dict[str, str]:
 
 
 def _kind(node, defs: dict[str, str]) -> str | None:
+    if node.type == "mod_item" and node.child_by_field_name("body") is None:
+        return None  # Rust's `mod parser;` only names the file that defines the module (`parser.rs`)
     if node.type in defs:
         return defs[node.type]
     if node.type == "call":  # Elixir: `def name(args) do ... end`

@@ -252,9 +252,9 @@ def test_a_crates_own_docs_and_an_overlong_doc_comment_stay_with_the_file():
     in the file's own windows (ripgrep's `struct JSON` was one 16 kB chunk)."""
     crate_docs = "".join(f"//! Line {i} of what the crate does and how routing works.\n" for i in range(200))
     fields = "".join(f"    route_{i}: Route,\n" for i in range(12))
-    text = crate_docs + f"/// The routes.\npub(crate) mod macros;\n\n/// A short doc.\npub struct Router {{\n{fields}}}\n"
+    text = crate_docs + f"/// The routes.\npub(crate) fn macros() {{}}\n\n/// A short doc.\npub struct Router {{\n{fields}}}\n"
     chunks = chunk_file("axum/src/lib.rs", text, "rust")
-    assert next(c for c in chunks if c.symbol == "macros").text.startswith("/// The routes.\npub(crate) mod macros")
+    assert next(c for c in chunks if c.symbol == "macros").text.startswith("/// The routes.\npub(crate) fn macros")
     assert next(c for c in chunks if c.symbol == "Router").text.startswith("/// A short doc.")
     assert all(len(c.text) <= 2 * 2400 for c in chunks)
     long_doc = "".join(f"/// Field {i}: what the JSON printer writes for it, in detail.\n" for i in range(120))
@@ -275,3 +275,14 @@ def test_the_items_inside_a_rust_macros_braces_are_definitions():
     assert {"spawn", "block_on", "after_the_macros"} <= {c.symbol for c in chunks}
     assert [c.start_line for c in chunks] == sorted(c.start_line for c in chunks)
     assert "".join(c.text + "\n" for c in chunks).count("cfg_rt! {") == 1  # the text is the file's own
+
+
+def test_a_rust_module_declared_without_a_body_is_no_definition():
+    """`mod parser;` names the file that defines the module (`parser.rs`): read as a definition, a
+    crate root's list of modules answered every question naming one (just's `lib.rs`, BENCHMARKS 69c).
+    A module written inline is one."""
+    text = ("mod alias;\npub mod parser;\n#[cfg(test)]\nmod testing;\n\n"
+            "pub mod inline {\n    pub fn helper() -> u32 {\n" + "        1 + 1;\n" * 40 + "        2\n    }\n}\n")
+    symbols = {c.symbol for c in chunk_file("src/lib.rs", text, "rust")}
+    assert {"alias", "parser", "testing"}.isdisjoint(symbols)
+    assert symbols & {"inline", "inline.helper"}
