@@ -104,9 +104,16 @@ def kinds(language: str) -> dict[str, str]:
     return _DEFS.get(language, {})
 
 
+# Declarations that only name a definition kept elsewhere when they have no body: Rust's `mod
+# parser;` (the module is `parser.rs`), C/C++'s forward `struct event_base;`, `class Foo;`, `enum E;`
+# (the type is defined in another header or source file). Read as definitions, a crate root or a
+# header of forward declarations "defined" every name it lists (docs/BENCHMARKS.md 69c-69d).
+_BODILESS_DECLARATIONS = frozenset({"mod_item", "struct_specifier", "class_specifier", "enum_specifier"})
+
+
 def _kind(node, defs: dict[str, str]) -> str | None:
-    if node.type == "mod_item" and node.child_by_field_name("body") is None:
-        return None  # Rust's `mod parser;` only names the file that defines the module (`parser.rs`)
+    if node.type in _BODILESS_DECLARATIONS and node.child_by_field_name("body") is None:
+        return None
     if node.type in defs:
         return defs[node.type]
     if node.type == "call":  # Elixir: `def name(args) do ... end`

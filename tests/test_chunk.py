@@ -286,3 +286,18 @@ def test_a_rust_module_declared_without_a_body_is_no_definition():
     symbols = {c.symbol for c in chunk_file("src/lib.rs", text, "rust")}
     assert {"alias", "parser", "testing"}.isdisjoint(symbols)
     assert symbols & {"inline", "inline.helper"}
+
+
+@pytest.mark.parametrize("language,path,text,declared,defined", [
+    ("c", "include/event.h", "struct event_base;\nstruct evbuffer;\nenum ev_color;\n\n"
+     "struct ev_point {\n  int x;\n  int y;\n};\n", {"event_base", "evbuffer", "ev_color"}, {"ev_point"}),
+    ("cpp", "include/widget.hpp", "namespace ui {\nclass Canvas;\nstruct Theme;\ntemplate <typename T> class Model;\n}\n"
+     "class Widget {\n public:\n  int width;\n};\n", {"Canvas", "Theme", "Model"}, {"Widget"}),
+])
+def test_a_forward_declaration_is_no_definition(language, path, text, declared, defined):
+    """`struct event_base;` names a type another file defines: the header that forward-declares it
+    is not where it is defined (the symbol table and the symbol tier read definitions from here)."""
+    from mcp_retrieval.indexers.chunk import parse
+    from mcp_retrieval.indexers.symbols import extract
+    names = {s[2] for s in extract(path, language, parse(text, language)).symbols}
+    assert defined <= names and not declared & names
