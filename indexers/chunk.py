@@ -40,8 +40,9 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # last piece under MIN_CHARS stays with the piece before it; "auto-generated" inside a sentence and
 # "amalgamation" without "an" mark no file generated (65a). 14 (66c's 13 was dropped): a Rust
 # `mod name;` without a body declares a module kept in another file, no definition (69c). 15: nor is
-# a C/C++ forward declaration (`struct event_base;`, `class Foo;`, 69d).
-CHUNKER_VERSION = "15"
+# a C/C++ forward declaration (`struct event_base;`, `class Foo;`, 69d). 16: each type of a Go
+# `type ( ... )` group is a definition, not the first alone (69e).
+CHUNKER_VERSION = "16"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60

@@ -17,7 +17,8 @@ _DEFS: dict[str, dict[str, str]] = {
     "python": {"function_definition": "function", "class_definition": "class"},
     "javascript": {"function_declaration": "function", "generator_function_declaration": "function",
                    "class_declaration": "class", "method_definition": "method"},
-    "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class"},
+    "go": {"function_declaration": "function", "method_declaration": "method", "type_declaration": "class",
+           "type_spec": "class", "type_alias": "class"},  # the last two: each type of a `type ( ... )` group
     "rust": {"function_item": "function", "impl_item": "class", "struct_item": "class", "enum_item": "class",
              "trait_item": "class", "mod_item": "class", "macro_definition": "function"},
     "java": {"class_declaration": "class", "interface_declaration": "class", "enum_declaration": "class",
@@ -215,6 +216,12 @@ def _kotlin_receiver(node, name) -> str | None:
     return _text(names[-1]) if names else None
 
 
+def _grouped_types(node) -> bool:
+    """A Go `type ( A ...; B ...; C ... )` group: each of its types is a definition of its own."""
+    return node.type == "type_declaration" and \
+        sum(c.type in ("type_spec", "type_alias") for c in node.named_children) > 1
+
+
 def def_name(node) -> str | None:
     """The declared name of a definition node, across grammars."""
     if node.type == "impl_item":  # `impl<T> Trait for Type<T>` is named after the type, without its parameters
@@ -312,7 +319,7 @@ def definitions(node, defs: dict[str, str], qual: str | None):
     """The definitions directly under `node` (children that are not definitions are yielded as None)."""
     attached: list = []  # lines waiting for the definition they introduce
     for child in node.named_children:
-        if child.type in _TRANSPARENT_LISTS:
+        if child.type in _TRANSPARENT_LISTS or _grouped_types(child):
             yield from definitions(child, defs, qual)
             continue
         if child.type in _TRANSPARENT and child.type not in defs and (inner := body(child)) is not None:

@@ -301,3 +301,15 @@ def test_a_forward_declaration_is_no_definition(language, path, text, declared, 
     from mcp_retrieval.indexers.symbols import extract
     names = {s[2] for s in extract(path, language, parse(text, language)).symbols}
     assert defined <= names and not declared & names
+
+
+def test_each_type_of_a_go_type_group_is_a_definition():
+    """Only the first type of a `type ( ... )` group was a definition (gin's `HandlersChain` was
+    defined nowhere, for the symbol tier or `query_graph`)."""
+    from mcp_retrieval.indexers.chunk import parse
+    from mcp_retrieval.indexers.symbols import extract
+    text = ("package gin\n\ntype (\n\tHandlerFunc func(*Context)\n\tHandlersChain []HandlerFunc\n\tRoutes = []Route\n)\n\n"
+            "type Engine struct{ trees int }\n\nfunc (c *Context) Next() {\n\tc.index++\n}\n")
+    symbols = {(s[2], s[4]) for s in extract("gin.go", "go", parse(text, "go")).symbols}
+    assert {("HandlerFunc", "class"), ("HandlersChain", "class"), ("Routes", "class"), ("Engine", "class"),
+            ("Next", "method")} <= symbols
