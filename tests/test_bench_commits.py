@@ -124,7 +124,6 @@ def test_the_held_out_list_mines_each_repository_up_to_its_pinned_commit(tmp_pat
     listing = tmp_path / "heldout_repos.txt"
     listing.write_text(f"# held out\nshop/cart {pinned}\n")
     monkeypatch.setattr(commits, "HELD_OUT", listing)
-    monkeypatch.setattr(commits.held_out_repos, "__defaults__", (listing,))
     out = tmp_path / "rows.jsonl"
     assert commits.main(["--held-out", str(mirrors), "--out", str(out)]) == 0
     row, = [json.loads(line) for line in out.read_text().splitlines()]

@@ -104,11 +104,11 @@ def fix_commits(git_dir: Path, limit: int, scan: int = 4000, rev: str = "HEAD"):
 HELD_OUT = Path(__file__).with_name("heldout_repos.txt")
 
 
-def held_out_repos(path: Path = HELD_OUT) -> dict[str, str]:
+def held_out_repos(path: Path | None = None) -> dict[str, str]:
     """owner/name -> the commit its fix commits are mined up to, from the held-out list (a repository
     no ranker is trained on and no rule is kept on: docs/BENCHMARKS.md 69a)."""
     pinned = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in (path or HELD_OUT).read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
             repo, rev = line.split()
             pinned[repo] = rev
