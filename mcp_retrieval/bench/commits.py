@@ -124,7 +124,10 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--per-repo", type=int, default=15)
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
-    targets = [(*spec.partition("=")[::2], "HEAD") for spec in args.repo]
+    targets = []  # (owner/name, git directory, the commit mining starts from)
+    for spec in args.repo:
+        repo, _, git_dir = spec.partition("=")
+        targets.append((repo, git_dir, "HEAD"))
     if args.held_out:
         targets += [(repo, str(Path(args.held_out) / repo.replace("/", "+") / "repo"), rev)
                     for repo, rev in held_out_repos().items()]
