@@ -24,6 +24,7 @@ from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suff
 from mcp_retrieval.indexers.import_links import FILE_CONVENTION_SOURCES, module_paths
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, language_for
 
+_ENTRY_STEMS = frozenset({"mod", "__init__", "index", "init"})  # a package named by its folder
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # through `import_links.module_paths`, not as Python modules
@@ -192,6 +193,21 @@ class CodeGraph:
     def _python_modules(self) -> dict[str, int]:
         return {module_name(n.path): i for i, n in enumerate(self.nodes) if n.kind == "file" and n.path.endswith(".py")}
 
+    @functools.cached_property
+    def _files_by_module(self) -> dict[str, list[int]]:
+        """A module's plain name -> its files: `parser` -> `src/parser.rs`, `src/parser/mod.rs`; a
+        package's entry file (`mod.rs`, `__init__.py`, `index.ts`, `init.lua`) by its folder's name."""
+        found: dict[str, list[int]] = {}
+        for i, n in enumerate(self.nodes):
+            if n.kind != "file":
+                continue
+            folder, _, name = n.path.rpartition("/")
+            stem = name.split(".", 1)[0]
+            if stem in _ENTRY_STEMS and folder:
+                stem = folder.rsplit("/", 1)[-1]
+            found.setdefault(stem, []).append(i)
+        return found
+
     # --- lookup -------------------------------------------------------------------------
     def find(self, ref: str) -> list[int]:
         """Nodes a user reference names: an id, a path, a qualified name, or a plain name."""
@@ -215,6 +231,8 @@ class CodeGraph:
                     break
             if not hits:
                 hits = [i for i, n in enumerate(self.nodes) if n.kind == "file" and module_name(n.path) == ref]
+        if not hits and "." not in ref and "/" not in ref:  # `parser`: the module's file (Rust's `mod parser;`)
+            hits = self._files_by_module.get(ref, [])
         return (hits or [])[:20]
 
     def inherited(self, ref: str, max_depth: int = 6) -> list[int]:

@@ -297,3 +297,15 @@ def test_a_name_the_workspace_only_re_exports_is_found_where_it_is_re_exported(f
 
     r = Workspace.single(facade).packet(question)
     assert r.items and r.items[0].path == path, [i.path for i in r.items]
+
+
+def test_a_rust_module_is_found_by_its_name_at_its_own_file(tmp_path):
+    """`mod parser;` in `lib.rs` defines nothing (chunker 14): asked for `parser`, `query_graph`
+    answers with the module's own file, `parser.rs` or `parser/mod.rs`, not the line declaring it."""
+    from tests.conftest import engine_over
+    engine = engine_over({"src/lib.rs": "mod parser;\nmod lexer;\npub use parser::Parser;\n",
+                          "src/parser.rs": "pub struct Parser { depth: u32 }\nimpl Parser {\n    pub fn parse(&self) {}\n}\n",
+                          "src/lexer/mod.rs": "pub fn lex(text: &str) -> usize { text.len() }\n"}, tmp_path)
+    assert [n.path for n in engine.query_graph("parser").nodes][:1] == ["src/parser.rs"]
+    assert [n.path for n in engine.query_graph("lexer").nodes][:1] == ["src/lexer/mod.rs"]
+    assert engine.query_graph("tokenizer").miss.reason == "not_found"
