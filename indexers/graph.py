@@ -24,7 +24,6 @@ from mcp_retrieval.indexers.symbols import dotted_name, module_name, module_suff
 from mcp_retrieval.indexers.import_links import FILE_CONVENTION_SOURCES, module_paths
 from mcp_retrieval.indexers.languages import JS_SOURCE_EXTENSIONS, language_for
 
-_ENTRY_STEMS = frozenset({"mod", "__init__", "index", "init"})  # a package named by its folder
 MAX_AMBIGUITY = 3
 # import specs written as paths (JS, Go, Ruby, C includes), Rust `::` or PHP `\\` paths: resolved
 # through `import_links.module_paths`, not as Python modules
@@ -195,17 +194,12 @@ class CodeGraph:
 
     @functools.cached_property
     def _files_by_module(self) -> dict[str, list[int]]:
-        """A module's plain name -> its files: `parser` -> `src/parser.rs`, `src/parser/mod.rs`; a
-        package's entry file (`mod.rs`, `__init__.py`, `index.ts`, `init.lua`) by its folder's name."""
+        """A module's plain name (the last part of `module_name`) -> its files: `parser` ->
+        `src/parser.rs`, `src/parser/mod.rs`; a package's entry file by its folder's name."""
         found: dict[str, list[int]] = {}
         for i, n in enumerate(self.nodes):
-            if n.kind != "file":
-                continue
-            folder, _, name = n.path.rpartition("/")
-            stem = name.split(".", 1)[0]
-            if stem in _ENTRY_STEMS and folder:
-                stem = folder.rsplit("/", 1)[-1]
-            found.setdefault(stem, []).append(i)
+            if n.kind == "file":
+                found.setdefault(module_name(n.path).rsplit(".", 1)[-1], []).append(i)
         return found
 
     # --- lookup -------------------------------------------------------------------------
