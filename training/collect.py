@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from mcp_retrieval import file_features
-from mcp_retrieval.bench.commits import _NOT_A_FIX, held_out_repos, source_commits
+from mcp_retrieval.bench.commits import _NOT_A_FIX, held_out_repos, mirror_git_dir, source_commits
 from mcp_retrieval.file_features import question_words
 from mcp_retrieval.stages import StageLog
 
@@ -50,8 +50,12 @@ def subject_question(message: str) -> str | None:
     return subject if len(question_words(subject)) >= MIN_SUBJECT_WORDS else None
 
 
-def evaluation_repos(path: Path) -> set[str]:
-    return {line.strip().lower() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
+def refused_repos(evaluation_list: Path) -> set[str]:
+    """The repositories no training data may come from, lower-cased: the evaluation list's and the
+    held-out yardstick's (`mcp_retrieval/bench/heldout_repos.txt`)."""
+    listed = {line.strip().lower() for line in evaluation_list.read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    return listed | {repo.lower() for repo in held_out_repos()}
 
 
 def described_commits(git_dir: Path, limit: int, scan: int = 3000, min_words: int = 0):
@@ -89,7 +93,7 @@ def _done(out: Path) -> set[str]:
 def collect_commits(args) -> None:
     from mcp_retrieval.bench.checkout import open_instance
 
-    banned = evaluation_repos(Path(args.evaluation_repos)) | {r.lower() for r in held_out_repos()}
+    banned = refused_repos(Path(args.evaluation_repos))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     done = _done(out)
@@ -97,7 +101,7 @@ def collect_commits(args) -> None:
         if repo.lower() in banned:
             print(f"{repo}: refused, it is an evaluation or held-out repository", file=sys.stderr)
             continue
-        git_dir = Path(args.mirrors) / repo.replace("/", "+") / "repo"
+        git_dir = mirror_git_dir(args.mirrors, repo)
         if (git_dir / ".git").is_dir():
             git_dir = git_dir / ".git"
         if not git_dir.is_dir():
@@ -150,7 +154,7 @@ def collect_rows(args) -> None:
         for row in rows:
             if row["instance_id"] in done:
                 continue
-            git_dir = Path(args.mirrors) / row["repo"].replace("/", "+") / "repo"
+            git_dir = mirror_git_dir(args.mirrors, row["repo"])
             if not git_dir.is_dir():
                 print(f"{row['instance_id']}: no snapshot of {row['repo']}", file=sys.stderr)
                 continue

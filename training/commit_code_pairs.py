@@ -23,7 +23,7 @@ import re
 import sys
 from pathlib import Path
 
-from mcp_retrieval.bench.commits import git_text_or_empty
+from mcp_retrieval.bench.commits import git_text_or_empty, mirror_git_dir
 
 MAX_QUERY_CHARS = 300
 MAX_FILES_PER_COMMIT = 2
@@ -80,9 +80,9 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--scan", type=int, default=6000, help="first-parent commits looked at a repository")
     ap.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
     args = ap.parse_args(argv)
-    from training.collect import evaluation_repos
+    from training.collect import refused_repos
 
-    banned = evaluation_repos(Path(args.evaluation_repos))
+    banned = refused_repos(Path(args.evaluation_repos))
     repos = [line.strip() for line in Path(args.repos).read_text().splitlines()
              if line.strip() and not line.startswith("#")]
     out = Path(args.out)
@@ -91,11 +91,11 @@ def main(argv: list[str]) -> int:
     total = 0
     with open(out, "a", encoding="utf-8") as fh:  # resumable: a repository with pairs in the file is done
         for repo in repos:
-            git_dir = Path(args.mirrors) / repo.replace("/", "+") / "repo"
+            git_dir = mirror_git_dir(args.mirrors, repo)
             if repo in done:
                 continue
             if repo.lower() in banned:
-                print(f"{repo}: refused, it is an evaluation repository", file=sys.stderr)
+                print(f"{repo}: refused, it is an evaluation or held-out repository", file=sys.stderr)
                 continue
             if not git_dir.exists():
                 print(f"{repo}: skipped, no mirror at {git_dir}", file=sys.stderr)

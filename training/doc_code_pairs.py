@@ -88,14 +88,14 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--per-repo", type=int, default=1500)
     ap.add_argument("--evaluation-repos", default="../shared/eval/evaluation_repos.txt")
     args = ap.parse_args(argv)
-    from training.collect import evaluation_repos
+    from training.collect import refused_repos
 
     rng = random.Random(SEED)
-    banned = evaluation_repos(Path(args.evaluation_repos))
+    banned = refused_repos(Path(args.evaluation_repos))
     repos = []
     for repo in sorted(p for t in args.trees for p in Path(t).iterdir() if p.is_dir()):
         if repo.name.replace("+", "/").lower() in banned:  # folders named owner+name
-            print(f"{repo.name}: refused, it is an evaluation repository", file=sys.stderr)
+            print(f"{repo.name}: refused, it is an evaluation or held-out repository", file=sys.stderr)
         else:
             repos.append(repo)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)

@@ -21,7 +21,7 @@ import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from mcp_retrieval.bench.commits import git_text_or_empty
+from mcp_retrieval.bench.commits import git_text_or_empty, mirror_git_dir
 from mcp_retrieval.file_scorer import shipped
 from mcp_retrieval.indexers.chunk import parse
 from mcp_retrieval.indexers.import_links import module_paths, strip_extension
@@ -72,7 +72,7 @@ def tally(records, instances: dict[str, dict] | None = None,
         missing = [g for g, place in first_place.items() if place is None]
         row = (instances or {}).get(r["id"])
         if row and missing:
-            reached = imported_files(mirrors / r["repo"].replace("/", "+") / "repo", row["base_commit"], files[:5])
+            reached = imported_files(mirror_git_dir(mirrors, r["repo"]), row["base_commit"], files[:5])
             counts["hop_reaches"] += sum(g in reached for g in missing)
             counts["hop_files"] += len(reached)
             counts["hop_questions"] += 1

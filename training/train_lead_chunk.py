@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcp_retrieval.bench.commits import git_text
+from mcp_retrieval.bench.commits import git_text, mirror_git_dir
 from mcp_retrieval.bench.tokens import patch_lines
 from mcp_retrieval.lead_chunk import FEATURES, Question, chunk_features
 from training.train_file_ranker import FOLDS, candidates, fit_pairs, fold_of
@@ -55,7 +55,7 @@ def examples(pool_files: list[str], mirrors: Path):
             if record.get("source") != "commits":
                 continue
             repo, _, sha = record["id"].partition("@")
-            lines = changed_lines(mirrors / repo.replace("/", "+") / "repo", sha)
+            lines = changed_lines(mirror_git_dir(mirrors, repo), sha)
             if lines is None:
                 skipped += 1
                 continue

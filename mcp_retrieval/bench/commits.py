@@ -104,6 +104,11 @@ def fix_commits(git_dir: Path, limit: int, scan: int = 4000, rev: str = "HEAD"):
 HELD_OUT = Path(__file__).with_name("heldout_repos.txt")
 
 
+def mirror_git_dir(mirrors: Path | str, repo: str) -> Path:
+    """Where the fetch tool leaves `owner/name`'s git directory under `mirrors`: `owner+name/repo`."""
+    return Path(mirrors) / repo.replace("/", "+") / "repo"
+
+
 def held_out_repos(path: Path | None = None) -> dict[str, str]:
     """owner/name -> the commit its fix commits are mined up to, from the held-out list (a repository
     no ranker is trained on and no rule is kept on: docs/BENCHMARKS.md 69a)."""
@@ -129,7 +134,7 @@ def main(argv: list[str]) -> int:
         repo, _, git_dir = spec.partition("=")
         targets.append((repo, git_dir, "HEAD"))
     if args.held_out:
-        targets += [(repo, str(Path(args.held_out) / repo.replace("/", "+") / "repo"), rev)
+        targets += [(repo, str(mirror_git_dir(args.held_out, repo)), rev)
                     for repo, rev in held_out_repos().items()]
     rows = 0
     with open(args.out, "w") as out:

@@ -28,6 +28,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from mcp_retrieval.bench.commits import mirror_git_dir
 from mcp_retrieval.workspace import Workspace
 
 K = 10
@@ -74,8 +75,7 @@ def _open_repo(repo: dict, mirrors: Path, work: Path, vectors: bool, embedder: s
     from mcp_retrieval.indexers.listing import rev_parse
     from mcp_retrieval.indexers.store import PRIORITY_LAST
 
-    slug = repo["url"].split("github.com/")[1].removesuffix(".git").replace("/", "+")
-    git_dir = mirrors / slug / "repo"
+    git_dir = mirror_git_dir(mirrors, repo["url"].split("github.com/")[1].removesuffix(".git"))
     if tree is not None:
         note = f"tree {tree}, not the pinned revision"
     elif not git_dir.is_dir():
