@@ -345,6 +345,9 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes 
 
 
 def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_bytes: int, stats: WalkStats) -> FileEntry | None:
+    if not _utf8_path(rel):  # not even opened: an open of it stops the file watcher (`watch`)
+        stats.skipped["undecodable_name"] += 1
+        return None
     name = abs_path.name
     if (name in IGNORE_FILES or name in GENERATED_FILES or name.endswith((".min.js", ".min.css", ".map"))
             or _CHECKSUM_FILE.search(name)):
@@ -374,6 +377,17 @@ def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_by
         stats.skipped["too_large"] += 1
         return None
     return FileEntry(rel, abs_path, st.st_size, st.st_mtime_ns)
+
+
+def _utf8_path(rel: str) -> bool:
+    """Whether the path is UTF-8 text. os.walk and git's listing keep a name's other bytes
+    (`bad\\xffname.rs`, a Latin-1 name) as lone surrogates, which SQLite and a JSON result cannot
+    hold: one such file failed the whole index."""
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def file_sha256(data: bytes) -> str:

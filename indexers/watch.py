@@ -19,6 +19,7 @@ from mcp_retrieval.indexers.walk import IgnoreRules, in_pruned_dir
 
 log = logging.getLogger(__name__)
 BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)
+RESTART_PAUSE_S = 1.0  # between a watch that failed on an undecodable name and the next
 
 
 class Watcher:
@@ -56,16 +57,36 @@ class Watcher:
             self._thread.join(timeout=5)
 
     def _run(self) -> None:
+        restarts = 0
+        while not self._stop.is_set():
+            try:
+                self._watch()
+                return
+            except Exception as exc:  # the root vanished, inotify limits, ...
+                if "decode path" not in str(exc):
+                    log.warning("file watcher stopped (%s); call reindex to refresh", exc)
+                    return
+                # watchfiles gives up on any event at a name that is not UTF-8 (a file the walk
+                # skips, opened by an editor or `git add`): watch again, and once it watches, catch
+                # up on the changes made meanwhile in one pass
+                restarts += 1
+                log.log(logging.WARNING if restarts == 1 else logging.DEBUG, "file watcher restarted (%s)", exc)
+            if self._stop.wait(RESTART_PAUSE_S):
+                return
+            catch_up = threading.Timer(RESTART_PAUSE_S, self._changed, args=(None,))
+            catch_up.daemon = True
+            catch_up.start()
+
+    def _watch(self) -> None:
+        for changes in watchfiles.watch(self.root, stop_event=self._stop, debounce=self.debounce_ms,
+                                        step=50, raise_interrupt=False, ignore_permission_denied=True):
+            rules = IgnoreRules(self.root)  # fresh per batch: an edited .gitignore takes effect
+            paths = sorted({rel for _, p in changes if (rel := self.relevant(p, rules))})
+            if paths:
+                self._changed(None if len(paths) > BURST else paths)
+
+    def _changed(self, paths: list[str] | None) -> None:
         try:
-            for changes in watchfiles.watch(self.root, stop_event=self._stop, debounce=self.debounce_ms,
-                                            step=50, raise_interrupt=False, ignore_permission_denied=True):
-                rules = IgnoreRules(self.root)  # fresh per batch: an edited .gitignore takes effect
-                paths = sorted({rel for _, p in changes if (rel := self.relevant(p, rules))})
-                if not paths:
-                    continue
-                try:
-                    self.on_change(None if len(paths) > BURST else paths)
-                except Exception:
-                    log.exception("incremental update failed; the next change retries")
-        except Exception as exc:  # the root vanished, inotify limits, ...
-            log.warning("file watcher stopped (%s); call reindex to refresh", exc)
+            self.on_change(paths)
+        except Exception:
+            log.exception("incremental update failed; the next change retries")

@@ -179,6 +179,30 @@ def test_the_watcher_drops_an_entry_whose_file_now_links_out_of_the_root(engine,
         watcher.stop()
 
 
+@pytest.mark.timeout(120)
+def test_a_file_named_in_another_encoding_neither_fails_the_index_nor_stops_the_watcher(engine, workspace):
+    latin1 = os.path.join(os.fsencode(workspace / "src"), b"caf\xe9.py")  # not UTF-8: a lone surrogate in str
+    with open(latin1, "wb") as f:
+        f.write(b"def latin_named_helper():\n    pass\n")
+    result = engine.reindex()
+    assert result.skipped.get("undecodable_name") == 1
+    assert "src/shop/loyalty.py" not in engine.store.files()
+    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        with open(latin1, "rb") as f:  # an editor opening it: watchfiles fails on the event's path
+            f.read()
+        time.sleep(0.5)
+        (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
+        deadline = time.monotonic() + 60
+        while "src/shop/loyalty.py" not in engine.store.files() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "src/shop/loyalty.py" in engine.store.files()
+    finally:
+        watcher.stop()
+
+
 names = st.sampled_from(["a", "b", "c.py", "d.txt", "e"])
 
 
