@@ -394,18 +394,28 @@ def file_sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
 def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[str, str] | str:
     """(text, sha256 of the bytes) of a workspace file, or a skip reason (outside the root, not a
-    regular file, too large, unreadable, binary). Invalid UTF-8 is replaced, never fatal."""
+    regular file, too large, unreadable, binary). Invalid UTF-8 is replaced, never fatal; a
+    byte-order mark is dropped, and a file with UTF-16's (what some Windows tools write: a C# or
+    PowerShell file, a `.rc`) is read as UTF-16 rather than skipped for its zero bytes."""
     got = read_inside(root, rel, size_limit(rel, max_bytes))
     if isinstance(got, str):
         return got
+    if got.data.startswith(_UTF16_MARKS):
+        text = got.data.decode("utf-16", errors="replace")
+        if "\0" in text[:4096] or "\ufffd" in text[:4096]:  # binary data that begins with the mark
+            return "binary"
+        return text.removeprefix("\ufeff"), file_sha256(got.data)
     if is_binary(got.data[:8192]):
         return "binary"
     if is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
         text = notebook_text(got.data)
         return (text, file_sha256(got.data)) if text is not None else "unreadable_notebook"
-    return got.data.decode("utf-8", errors="replace"), file_sha256(got.data)
+    return got.data.decode("utf-8-sig", errors="replace"), file_sha256(got.data)
 
 
 def files_on_disk(root: Path, limit: int = 2000) -> int:

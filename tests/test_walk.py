@@ -31,6 +31,16 @@ def test_invalid_utf8_is_decoded_with_replacement_not_fatal(workspace):
     assert "caf" in text and "\ufffd" in text and len(sha) == 64
 
 
+def test_a_byte_order_mark_is_dropped_and_utf16_is_read_as_text(workspace):
+    import os
+    (workspace / "bom.py").write_bytes(b"\xef\xbb\xbfdef with_bom():\n    pass\n")
+    (workspace / "Form.cs").write_bytes("class Form1 { void Load() {} }\n".encode("utf-16"))  # BOM first
+    (workspace / "noise.cs").write_bytes(b"\xff\xfe" + os.urandom(4000))
+    assert read_source(workspace, "bom.py")[0] == "def with_bom():\n    pass\n"
+    assert read_source(workspace, "Form.cs")[0] == "class Form1 { void Load() {} }\n"
+    assert read_source(workspace, "noise.cs") == "binary"
+
+
 def test_a_file_that_vanished_is_a_skip_reason(workspace):
     assert read_source(workspace.resolve(), "no_such_file.py") == "vanished_or_unreadable"
 
