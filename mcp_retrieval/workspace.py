@@ -516,6 +516,11 @@ def _why(c: Candidate, state: Fresh) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
+class IndexUnusable(ValueError):
+    """A root's index or cache folder cannot be created or opened (a read-only place, a file in
+    the way); the message names the folder and the setting that moves it."""
+
+
 def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull_from: str | None = None,
                    **overrides) -> Workspace:
     """Engines for a `roots.WorkspaceSpec` (each root its own index directory; `index_dir` only for
@@ -537,7 +542,12 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             outcome = pull(pull_from, config.root, config.index_dir,
                            EmbeddingCache(config.cache_dir / "embeddings.sqlite"))
             logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
-        return Engine(config, embedder=embedder, name=root_spec.name)
+        try:
+            return Engine(config, embedder=embedder, name=root_spec.name)
+        except OSError as exc:  # a folder that cannot be made or written: say which, not a traceback
+            raise IndexUnusable(f"cannot open the index of {root_spec.name} at {config.index_dir} "
+                                f"({exc.strerror or exc}: {exc.filename}); point --index-dir or "
+                                "MCP_RETRIEVAL_INDEX_DIR (and MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
 
     engines: list[Engine] = []
     for root_spec in spec.roots:

@@ -75,6 +75,15 @@ def test_a_missing_root_is_a_one_line_error(tmp_path):
     assert r.returncode == 2 and "not a directory" in r.stderr
 
 
+@pytest.mark.parametrize("command", [["serve"], ["packet", "where is the cart total"]])
+def test_an_index_folder_that_cannot_be_made_is_a_one_line_error(workspace, tmp_path, command):
+    in_the_way = tmp_path / "a_file"
+    in_the_way.write_text("")
+    r = run_cli(*command, "--root", str(workspace), "--index-dir", str(in_the_way), tmp_path=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert f"cannot open the index of ws at {in_the_way}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.timeout(180)
 def test_closing_stdin_during_a_full_index_ends_the_server_and_leaves_an_index_that_answers(tmp_path):
     from tests.test_fresh_and_safe import make_big_workspace
