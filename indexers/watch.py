@@ -15,10 +15,12 @@ from pathlib import Path
 
 import watchfiles
 
+from mcp_retrieval.indexers.locks import IndexBusy
 from mcp_retrieval.indexers.walk import IgnoreRules, in_pruned_dir
 
 log = logging.getLogger(__name__)
 BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)
+BUSY_RETRIES, BUSY_PAUSE_S = 5, 2.0  # another process writing the index: try the same paths again
 RESTART_PAUSE_S = 1.0  # between a watch that failed on an undecodable name and the next
 
 
@@ -85,8 +87,15 @@ class Watcher:
             if paths:
                 self._changed(None if len(paths) > BURST else paths)
 
-    def _changed(self, paths: list[str] | None) -> None:
+    def _changed(self, paths: list[str] | None, attempt: int = 0) -> None:
         try:
             self.on_change(paths)
+        except IndexBusy as exc:  # a second server on the same index (two agent windows) is writing
+            if attempt < BUSY_RETRIES and not self._stop.is_set():
+                retry = threading.Timer(BUSY_PAUSE_S, self._changed, args=(paths, attempt + 1))
+                retry.daemon = True
+                retry.start()
+            else:
+                log.info("%s; this change waits for the next one", exc)
         except Exception:
             log.exception("incremental update failed; the next change retries")

@@ -203,6 +203,25 @@ def test_a_file_named_in_another_encoding_neither_fails_the_index_nor_stops_the_
         watcher.stop()
 
 
+@pytest.mark.timeout(120)
+def test_a_change_seen_while_another_server_writes_the_index_is_indexed_when_it_finishes(engine, workspace):
+    from mcp_retrieval.indexers.locks import WriteLock
+    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        with WriteLock(engine.config.index_dir / "write.lock"):  # the other server, mid-update
+            (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
+            time.sleep(1.0)
+            assert "src/shop/loyalty.py" not in engine.store.files()
+        deadline = time.monotonic() + 30
+        while "src/shop/loyalty.py" not in engine.store.files() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert "src/shop/loyalty.py" in engine.store.files()
+    finally:
+        watcher.stop()
+
+
 names = st.sampled_from(["a", "b", "c.py", "d.txt", "e"])
 
 
