@@ -390,6 +390,10 @@ class Workspace:
                     checked = by_root[root].freshness.check([c.chunk.path for c in head if c.root == root])
                     fresh.update({(root, path): state for path, state in checked.items()})
                 st["detail"] = f"{sum(v != Fresh.FRESH for v in fresh.values())} stale"
+            if fresh and all(v == Fresh.DELETED for v in fresh.values()):  # pointers into files that are gone
+                outcome = Miss(reason="stale", escalate_to="reindex",
+                               detail=f"the {len(fresh)} matching files were deleted or moved since indexing")
+                head = []
             # an item's confidence is the answer's, scaled by its place's standing in the file order
             # (its file's score against the first file's, halved for a file's further chunks), so
             # it never rises down the list and a file ranked low is not `trust`ed for a high chunk score

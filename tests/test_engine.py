@@ -1,3 +1,4 @@
+import shutil
 import time
 
 import pytest
@@ -144,6 +145,16 @@ def test_a_deleted_file_is_dropped_from_answers(engine, workspace):
     (workspace / "engine" / "src" / "lib.rs").unlink()
     r = Workspace.single(engine).context("compute_shipping parcel weight express")
     assert all(c.path != "engine/src/lib.rs" for c in r.chunks)
+
+
+def test_packet_points_at_no_file_that_is_gone(engine, workspace, tmp_path):
+    shutil.move(workspace, tmp_path / "moved")  # the whole root moved away before the watcher saw it
+    p = Workspace.single(engine).packet("apply_discount discount code")
+    assert p.items == [] and p.miss.reason == "stale" and p.miss.escalate_to == "reindex"
+    shutil.move(tmp_path / "moved", workspace)
+    (workspace / "src" / "shop" / "pricing.py").unlink()  # one of its files: the others still answer
+    p = Workspace.single(engine).packet("apply_discount discount code")
+    assert p.know is not None and p.items
 
 
 def test_reindex_picks_up_edits_and_deletions_incrementally(engine, workspace):
