@@ -97,5 +97,7 @@ class Watcher:
                 retry.start()
             else:
                 log.info("%s; this change waits for the next one", exc)
+        except FileNotFoundError as exc:  # the root moved or was deleted: the index is kept as it was
+            log.warning("%s", exc)
         except Exception:
             log.exception("incremental update failed; the next change retries")
