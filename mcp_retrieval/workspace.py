@@ -14,6 +14,7 @@ root's), so a chunk delivered from any root is a stub in every later call of tha
 from __future__ import annotations
 
 import dataclasses
+import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,7 +23,7 @@ from mcp_retrieval import quiet, rules
 from mcp_retrieval import assemble, closure, continuation, corpus_map, file_rank, file_scorer, lead_chunk, scoring
 from mcp_retrieval.cross_roots import CrossRoots
 from mcp_retrieval.indexers.analysis import terms
-from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out
+from mcp_retrieval.engine import HISTORY_RELATIONS, TASKS, Engine, Gathered, node_out, storage_failure
 from mcp_retrieval.freshness import Fresh
 from mcp_retrieval.models import (ChunkOut, ContextResult, GraphEdge, GraphResult, IndexStatus, Know, Miss, PacketItem,
                                   PacketResult, ReindexResult, RootStatus, SignatureOut)
@@ -548,10 +549,14 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
         try:
             return Engine(config, embedder=embedder, name=root_spec.name)
-        except OSError as exc:  # a folder that cannot be made or written: say which, not a traceback
-            raise IndexUnusable(f"cannot open the index of {root_spec.name} at {config.index_dir} "
-                                f"({exc.strerror or exc}: {exc.filename}); point --index-dir or "
-                                "MCP_RETRIEVAL_INDEX_DIR (and MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
+        except (OSError, sqlite3.Error, ValueError) as exc:  # say which folder and why, not a traceback
+            if isinstance(exc, OSError) and exc.filename:
+                cause = f"{exc.strerror or exc}: {exc.filename}"
+            elif (cause := storage_failure(exc)) is None:  # a full disk under the repair of a half-written index
+                raise
+            raise IndexUnusable(f"cannot open the index of {root_spec.name} at {config.index_dir} ({cause}); "
+                                "free space there, or point --index-dir or MCP_RETRIEVAL_INDEX_DIR (and "
+                                "MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
 
     engines: list[Engine] = []
     for root_spec in spec.roots:

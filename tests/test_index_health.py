@@ -167,6 +167,8 @@ def test_storage_failures_are_named_by_their_cause():
     assert storage_failure(OSError(errno.EACCES, "x")).startswith("permission denied")
     assert storage_failure(sqlite3.OperationalError("database or disk is full")).startswith("no space left")
     assert storage_failure(ValueError("An index writer was killed.")).startswith("the lexical index's writer")
+    assert storage_failure(ValueError("An IO error occurred: 'No space left on device (os error 28) at path "
+                                      "\"/idx/tantivy/.tmpgk0j3q\"'")).startswith("no space left")  # a rebuild at open
     assert storage_failure(ValueError("some other fault")) is None
 
 
