@@ -10,7 +10,8 @@ work tree (the current directory outside git).
     understand = "off"         # off | sampling
     understand_budget = 20
 
-Names default to the folder's name and are made unique (`api`, `api-2`). The file is read again
+Names default to the folder's name and are made unique (`api`, `api-2`); a folder given twice is
+one root. The file is read again
 when `reindex` is called, so a root added there is indexed (alone) without a restart.
 """
 
@@ -59,9 +60,16 @@ def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
 
 
 def unique_names(pairs: list[tuple[str | None, Path]]) -> list[RootSpec]:
+    """One root per folder (a folder given twice is one root, under its first name: two would
+    index it twice into one index folder and answer each file twice), each under a unique name."""
     out: list[RootSpec] = []
     taken: set[str] = set()
+    seen: set[Path] = set()
     for name, path in pairs:
+        if path in seen:
+            log.warning("root %s is given twice: it is one root", path)
+            continue
+        seen.add(path)
         base = name or path.name or "root"
         candidate, n = base, 2
         while candidate in taken:

@@ -55,6 +55,14 @@ def test_one_server_answers_from_each_root_with_its_name_and_restricts_by_roots(
         ws.close()
 
 
+def test_a_folder_given_twice_is_one_root_and_names_stay_unique(workspace, tmp_path):
+    other = tmp_path / "elsewhere" / "ws"
+    other.mkdir(parents=True)
+    spec = resolve_workspace([f"shop={workspace}", str(workspace), str(workspace / "src"), str(other)], cwd=tmp_path)
+    assert [(r.name, r.path) for r in spec.roots] == [("shop", workspace.resolve()), ("src", (workspace / "src").resolve()),
+                                                      ("ws", other.resolve())]
+
+
 def test_a_root_added_to_the_configuration_is_indexed_alone_on_reindex(workspace, tmp_path, monkeypatch):
     monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
     lib = make_client_lib(tmp_path / "client-lib")
