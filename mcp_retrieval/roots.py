@@ -11,8 +11,8 @@ work tree (the current directory outside git).
     understand_budget = 20
 
 Names default to the folder's name and are made unique (`api`, `api-2`); a folder given twice is
-one root. The file is read again
-when `reindex` is called, so a root added there is indexed (alone) without a restart.
+one root. The file is read again when `reindex` is called, so a root added there is indexed
+(alone) without a restart.
 """
 
 from __future__ import annotations
