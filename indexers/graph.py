@@ -312,6 +312,10 @@ class _Resolver:
         self.local: dict[tuple[str, str], int] = {}  # (path, qualname) -> node
         self.modules: dict[str, list[int]] = defaultdict(list)
         self.aliases: dict[str, dict[str, int]] = defaultdict(dict)  # path -> local name -> node
+        # path -> the local names a Python file binds to modules and names from outside the
+        # workspace (`import re`, `from os.path import join`): `re.match(...)` and `join(...)` call
+        # the library, never a workspace definition that shares the method's name
+        self.outside: dict[str, set[str]] = defaultdict(set)
         for i, n in enumerate(nodes):
             if n.kind == "file":
                 for suffix in module_suffixes(n.path):
@@ -339,6 +343,8 @@ class _Resolver:
             return [self.local[(path, name)]]
         if name in self.aliases[path]:
             return [self.aliases[path][name]]
+        if name in self.outside[path]:
+            return []
         hits = self.by_name.get(name, [])
         return hits if len(hits) <= MAX_AMBIGUITY else []
 
@@ -356,6 +362,8 @@ class _Resolver:
             owner = src.qualname.rsplit(".", 1)[0] if "." in src.qualname else src.qualname
             hit = self.local.get((path, f"{owner}.{attr}"))
             return [hit] if hit is not None else self._by_name(path, attr)
+        if head.split(".")[0] in self.outside[path]:
+            return []
         base = self.aliases[path].get(head.split(".")[0])
         if base is not None:
             node = self.nodes[base]
@@ -387,6 +395,8 @@ class _Resolver:
             if files:
                 local = alias or module.split(".")[0]
                 self.aliases[path][local] = files[0] if alias or "." not in module else files[0]
+            elif path.endswith(".py") and not module.startswith("."):
+                self.outside[path].add(alias or module.split(".")[0])
             return files[:1]
         files = self._module(path, f"{module}.{name}" if not module.endswith(".") else module + name)
         hit = files[:1]
@@ -396,4 +406,6 @@ class _Resolver:
                 hit = [sym, f] if sym is not None else [f]
         if hit:
             self.aliases[path][alias or name] = hit[0]
+        elif path.endswith(".py") and not module.startswith("."):
+            self.outside[path].add(alias or name)
         return hit

@@ -120,3 +120,20 @@ def test_a_member_a_class_inherits_is_found_at_the_base_that_defines_it(engine, 
     r = engine.query_graph("Money.multiply", relation="callers")
     assert r.miss is None and r.nodes[0].id == "src/shop/mixins.py::Arithmetic.multiply"
     assert engine.query_graph("Money.divide").miss.reason == "not_found"  # no base defines it
+
+
+def test_a_call_into_a_library_the_file_imports_is_no_call_of_a_workspace_namesake(engine, workspace):
+    """`re.match(...)` and `join(...)` after `from os.path import join` call the library, not the
+    workspace's `Router.match` or `join` that share their names (name-only resolution linked them)."""
+    (workspace / "src" / "shop" / "routes.py").write_text(
+        "class Router:\n    def match(self, path):\n        return path\n\n    def dispatch(self, path):\n"
+        "        return self.match(path)\n\n\ndef join(*parts):\n    return '/'.join(parts)\n")
+    (workspace / "src" / "shop" / "parse.py").write_text(
+        "import re\nfrom os.path import join\nfrom shop.routes import Router\n\n\n"
+        "def header(value):\n    return re.match(r'\\w+', value)\n\n\ndef where(base):\n    return join(base, 'x')\n\n\n"
+        "def route(path):\n    return Router().match(path)\n")
+    engine.reindex()
+    callers = ids(engine.query_graph("Router.match", relation="callers"))
+    assert "src/shop/routes.py::Router.dispatch" in callers and "src/shop/parse.py::route" in callers
+    assert "src/shop/parse.py::header" not in callers
+    assert "src/shop/parse.py::where" not in ids(engine.query_graph("src/shop/routes.py::join", relation="callers"))
