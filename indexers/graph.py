@@ -312,14 +312,16 @@ class _Resolver:
         self.local: dict[tuple[str, str], int] = {}  # (path, qualname) -> node
         self.modules: dict[str, list[int]] = defaultdict(list)
         self.aliases: dict[str, dict[str, int]] = defaultdict(dict)  # path -> local name -> node
-        # path -> the local names a Python file binds to modules and names from outside the
-        # workspace (`import re`, `from os.path import join`): `re.match(...)` and `join(...)` call
-        # the library, never a workspace definition that shares the method's name
+        # path -> the local names a file binds to a library (`_library`): `re.match(...)`,
+        # `join(...)` after `from os.path import join`, Go's `http.HandlerFunc(...)` call the
+        # library, never a workspace definition that shares the name
         self.outside: dict[str, set[str]] = defaultdict(set)
+        self.folders: set[str] = set()  # every folder name of the workspace
         for i, n in enumerate(nodes):
             if n.kind == "file":
                 for suffix in module_suffixes(n.path):
                     self.modules[suffix].append(i)
+                self.folders.update(n.path.split("/")[:-1])
             else:
                 self.by_name[n.name].append(i)
                 self.local[(n.path, n.qualname)] = i
@@ -388,6 +390,7 @@ class _Resolver:
                     if path.endswith((".ex", ".exs")):  # `alias MyApp.Repo`: `Repo.get(...)` calls into it
                         self.aliases[path][alias or spec.rsplit(".", 1)[-1]] = files[0]
                     return files[:1]
+            self._library(path, spec, alias)
             return []
         module, _, name = spec.partition(":")
         if not name:
@@ -395,8 +398,8 @@ class _Resolver:
             if files:
                 local = alias or module.split(".")[0]
                 self.aliases[path][local] = files[0] if alias or "." not in module else files[0]
-            elif path.endswith(".py") and not module.startswith("."):
-                self.outside[path].add(alias or module.split(".")[0])
+            else:
+                self._library(path, module, alias)
             return files[:1]
         files = self._module(path, f"{module}.{name}" if not module.endswith(".") else module + name)
         hit = files[:1]
@@ -406,6 +409,18 @@ class _Resolver:
                 hit = [sym, f] if sym is not None else [f]
         if hit:
             self.aliases[path][alias or name] = hit[0]
-        elif path.endswith(".py") and not module.startswith("."):
-            self.outside[path].add(alias or name)
+        else:
+            self._library(path, module, alias, name)
         return hit
+
+    def _library(self, path: str, spec: str, alias: str, name: str = "") -> None:
+        """Note the local name an import the workspace does not resolve binds, when it surely is a
+        library's: a Python absolute import (`import re`, `from os.path import join`), or a Go
+        standard package (`fmt`, `net/http`: no dot in its first element, unlike a module path,
+        and no workspace folder of its name, as a package of a dotless module would have)."""
+        if path.endswith(".py") and not spec.startswith("."):
+            self.outside[path].add(alias or name or spec.split(".")[0])
+        elif path.endswith(".go") and "." not in spec.split("/")[0]:
+            package = spec.rstrip("/").rsplit("/", 1)[-1]
+            if package not in self.folders:
+                self.outside[path].add(alias or package)

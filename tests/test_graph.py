@@ -137,3 +137,17 @@ def test_a_call_into_a_library_the_file_imports_is_no_call_of_a_workspace_namesa
     assert "src/shop/routes.py::Router.dispatch" in callers and "src/shop/parse.py::route" in callers
     assert "src/shop/parse.py::header" not in callers
     assert "src/shop/parse.py::where" not in ids(engine.query_graph("src/shop/routes.py::join", relation="callers"))
+
+
+def test_a_go_call_into_the_standard_library_is_no_call_of_a_workspace_namesake(engine, workspace):
+    (workspace / "mw").mkdir()
+    (workspace / "mw" / "chain.go").write_text(
+        "package mw\n\ntype Middlewares []func()\n\nfunc (m Middlewares) HandlerFunc(h func()) func() {\n    return h\n}\n")
+    (workspace / "mw" / "recover.go").write_text(
+        'package mw\n\nimport (\n    "net/http"\n    "example.com/app/mw/util"\n)\n\n'
+        "func Recoverer(next http.Handler) http.Handler {\n    return http.HandlerFunc(func() {})\n}\n\n"
+        "func Chained(m Middlewares) {\n    m.HandlerFunc(nil)\n    util.HandlerFunc(nil)\n}\n")
+    engine.reindex()
+    callers = ids(engine.query_graph("Middlewares.HandlerFunc", relation="callers"))
+    assert "mw/recover.go::Recoverer" not in callers  # `http` is the standard library's
+    assert "mw/recover.go::Chained" in callers  # a module path's package may still be the workspace's
