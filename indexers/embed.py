@@ -224,6 +224,7 @@ class EmbeddingCache:
 
     def __init__(self, path: Path, max_rows: int = CACHE_MAX_ROWS):
         path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
         self.max_rows = max_rows
         self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")

@@ -118,6 +118,10 @@ class Indexer:
                 self._vectors, self._vectors_opened = vectors, True
         return self._vectors
 
+    def own_folders(self) -> list[Path]:
+        """The index's folder and the embedding cache's: the walk leaves them out of the root."""
+        return [self.index_dir, *([self.cache.path.parent] if self.cache is not None else [])]
+
     def _write_lock(self) -> "WriteLock":
         return WriteLock(self._lock_path)
 
@@ -152,7 +156,8 @@ class Indexer:
         with WriteLock(self._lock_path):
             stats = WalkStats()
             t0 = time.perf_counter()
-            seen = {e.path: e for e in walk(self.root, max_file_bytes=self.max_file_bytes, stats=stats, scopes=scopes)}
+            seen = {e.path: e for e in walk(self.root, max_file_bytes=self.max_file_bytes, stats=stats, scopes=scopes,
+                                              own=self.own_folders())}
             result.timings_ms["walk"] = _ms(t0)
             result.files_scanned = len(seen)
             if scopes is None and (warning := suspiciously_small(self.root, len(seen))):

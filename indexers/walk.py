@@ -266,14 +266,35 @@ def scopes_of(paths: Sequence[str] | None) -> Scopes | None:
 
 
 def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: WalkStats | None = None,
-         use_git: bool = True, scopes: Sequence[str] | None = None) -> Iterator[FileEntry]:
+         use_git: bool = True, scopes: Sequence[str] | None = None,
+         own: Sequence[Path] = ()) -> Iterator[FileEntry]:
     """Yield indexable files under `root`, in a stable (sorted) order: the files git shows
     (`indexers.listing`), minus `.mcp-retrieval-ignore`, pruned, generated, binary, oversized and
     linked-out files. Without git, the same through the built-in matcher. `scopes` (workspace
     paths of files or folders: a watcher's batch) limits the walk to them, so a saved file costs
-    what it lists, not what the workspace holds (a 27,000-file tree took 1.6 s to walk whole)."""
+    what it lists, not what the workspace holds (a 27,000-file tree took 1.6 s to walk whole).
+    `own`: the server's own folders (its index, its embedding cache), left out when a user put
+    them inside the root (`--index-dir .mcp-index`): the index never reads itself."""
     root = root.resolve()
     stats = stats if stats is not None else WalkStats()
+    inside = prefixes_inside(root, own)
+    for entry in _listed(root, max_file_bytes, stats, use_git, scopes):
+        if inside and entry.path.startswith(inside):
+            stats.skipped["index_folder"] += 1
+            continue
+        stats.files += 1
+        yield entry
+
+
+def prefixes_inside(root: Path, folders: Sequence[Path]) -> tuple[str, ...]:
+    """The workspace paths (`pkg/index/`) of those of `folders` that lie inside `root` (resolved)."""
+    return tuple(f"{f.resolve().relative_to(root).as_posix()}/" for f in folders
+                 if f.resolve() != root and f.resolve().is_relative_to(root))
+
+
+def _listed(root: Path, max_file_bytes: int, stats: WalkStats, use_git: bool,
+            scopes: Sequence[str] | None) -> Iterator[FileEntry]:
+    """`walk`'s files before its own folders are left out."""
     scope = scopes_of(scopes)
     if scope is not None and not scope.paths:  # an empty batch: nothing to list
         return
@@ -293,7 +314,6 @@ def walk(root: Path, *, max_file_bytes: int = DEFAULT_MAX_FILE_BYTES, stats: Wal
         rules.enter_parents(rel)
         entry = _check_file(root, root / rel, rel, rules, max_file_bytes, stats)
         if entry is not None:
-            stats.files += 1
             yield entry
 
 
@@ -340,7 +360,6 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes 
                 continue
             entry = _check_file(root, abs_dir / name, rel, rules, max_file_bytes, stats)
             if entry is not None:
-                stats.files += 1
                 yield entry
 
 

@@ -10,13 +10,13 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import watchfiles
 
 from mcp_retrieval.indexers.locks import IndexBusy
-from mcp_retrieval.indexers.walk import IgnoreRules, in_pruned_dir
+from mcp_retrieval.indexers.walk import IgnoreRules, in_pruned_dir, prefixes_inside
 
 log = logging.getLogger(__name__)
 BURST = 500  # more changed paths than this: rescan the whole root (stat-compare is cheap)
@@ -25,8 +25,11 @@ RESTART_PAUSE_S = 1.0  # between a watch that failed on an undecodable name and 
 
 
 class Watcher:
-    def __init__(self, root: Path, on_change: Callable[[list[str] | None], None], *, debounce_ms: int = 300):
+    def __init__(self, root: Path, on_change: Callable[[list[str] | None], None], *, debounce_ms: int = 300,
+                 own: Sequence[Path] = ()):
         self.root = root.resolve()
+        # the server's own folders inside the root (an index put there): their writes are no change
+        self._own = prefixes_inside(self.root, own)
         self.on_change = on_change
         self.debounce_ms = debounce_ms
         self._stop = threading.Event()
@@ -41,7 +44,7 @@ class Watcher:
             rel = Path(os.path.normpath(abs_path)).relative_to(self.root).as_posix()
         except ValueError:
             return None
-        if rel in ("", "."):
+        if rel in ("", ".") or rel.startswith(self._own):
             return None
         if in_pruned_dir(rel, committed=True):  # below `build/` or `env/`: the walk decides (it knows git's files)
             return None

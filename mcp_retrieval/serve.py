@@ -99,7 +99,7 @@ def serve(spec, args) -> int:
     def start(engine) -> None:
         engine.start_background()  # lexical first, vectors behind; answers flow meanwhile
         if not args.no_watch:
-            watcher = Watcher(engine.config.root, engine.sync_paths)
+            watcher = Watcher(engine.config.root, engine.sync_paths, own=engine.indexer.own_folders())
             watcher.start()
             watchers.append(watcher)
 

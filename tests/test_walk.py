@@ -298,3 +298,26 @@ def test_a_source_file_past_a_megabyte_is_read_and_yarns_own_folder_is_not(tmp_p
     assert stats.skipped["too_large"] == 1
     text, _ = read_source(tmp_path.resolve(), "src/Flowable.java")
     assert text.endswith("}\n")
+
+
+def test_an_index_put_inside_the_root_is_never_indexed(tmp_path):
+    from mcp_retrieval import Config, Engine
+    from mcp_retrieval.indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.watch import Watcher
+
+    root = tmp_path / "ws"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("def serve_requests():\n    pass\n")
+    config = Config.resolve(root, root / ".mcp-index", persist_sessions=False)
+    config.cache_dir = root / ".mcp-cache"
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        engine.reindex()
+        result = engine.reindex(full=True)  # the index and cache now hold text files of their own
+        assert set(engine.store.files()) == {"src/app.py"}
+        assert result.skipped.get("index_folder", 0) > 0
+        watcher = Watcher(root, engine.sync_paths, own=engine.indexer.own_folders())
+        assert watcher.relevant(str(root / ".mcp-index" / "index.db")) is None
+        assert watcher.relevant(str(root / "src" / "app.py")) == "src/app.py"
+    finally:
+        engine.close()
