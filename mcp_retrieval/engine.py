@@ -462,7 +462,8 @@ class Engine:
         if sub_queries is not None:
             if not isinstance(sub_queries, list) or len(sub_queries) > 3:
                 raise BadRequest("sub_queries must be a list of at most 3 strings")
-            subs = [check_query(q)[0] for q in sub_queries]
+            # a blank facet adds nothing: left out, as an empty list is (a non-string is still an error)
+            subs = [check_query(q)[0] for q in sub_queries if not (isinstance(q, str) and not q.strip())]
         return active, prefix, subs
 
     def debug_report(self, ranked: Ranked, stages: StageLog, notes: list[str], tokens: int) -> Debug:

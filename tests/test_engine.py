@@ -67,6 +67,7 @@ def test_bad_arguments_are_clear_errors_and_the_next_call_works(engine):
     with pytest.raises(BadRequest, match="outside"):
         engine.reindex(paths=["../../etc"])
     assert Workspace.single(engine).context("apply_discount").know is not None
+    assert Workspace.single(engine).packet("apply_discount", sub_queries=["", "  "]).know is not None  # blank facets: none
 
 
 def test_huge_and_odd_queries_get_an_answer_or_a_clean_miss(engine):
