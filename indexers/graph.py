@@ -202,6 +202,15 @@ class CodeGraph:
                 found.setdefault(module_name(n.path).rsplit(".", 1)[-1], []).append(i)
         return found
 
+    @functools.cached_property
+    def _files_by_name(self) -> dict[str, list[int]]:
+        """A file's name (`net.py`) -> the files of that name."""
+        found: dict[str, list[int]] = {}
+        for i, n in enumerate(self.nodes):
+            if n.kind == "file":
+                found.setdefault(n.path.rsplit("/", 1)[-1], []).append(i)
+        return found
+
     # --- lookup -------------------------------------------------------------------------
     def find(self, ref: str) -> list[int]:
         """Nodes a user reference names: an id, a path, a qualified name, or a plain name."""
@@ -217,6 +226,8 @@ class CodeGraph:
             hits = [i for qual, ids in self.by_qual.items() if qual.endswith("." + ref) for i in ids]
         if not hits and "." in ref:  # `NDDataRef.multiply`, defined by a base class it inherits
             hits = self.inherited(ref)
+        if not hits and "/" not in ref:  # `net.py`, `Makefile`: the files of that name
+            hits = self._files_by_name.get(ref, [])
         if not hits and "." in ref:  # `module.Class.method` or `pkg.mod`
             parts = ref.split(".")
             for size in range(len(parts) - 1, 0, -1):

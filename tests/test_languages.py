@@ -309,3 +309,5 @@ def test_a_rust_module_is_found_by_its_name_at_its_own_file(tmp_path):
     assert [n.path for n in engine.query_graph("parser").nodes][:1] == ["src/parser.rs"]
     assert [n.path for n in engine.query_graph("lexer").nodes][:1] == ["src/lexer/mod.rs"]
     assert engine.query_graph("tokenizer").miss.reason == "not_found"
+    assert [n.path for n in engine.query_graph("parser.rs").nodes][:1] == ["src/parser.rs"]  # a file by its name
+    assert {n.path for n in engine.query_graph("mod.rs", relation="defines").nodes} == {"src/lexer/mod.rs"}
