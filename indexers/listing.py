@@ -11,7 +11,8 @@ lists in all of them, and the watcher's check of one changed path agrees with it
 folders were matched by their own path only, 952 before `*` + `!*/` was read as git reads it;
 the watcher's single-path check differed on 35; docs/BENCHMARKS-history.md 56d, 57e, 58c).
 
-Submodules are not entered (git lists the gitlink, not its files).
+Submodules are not entered (git lists the gitlink, not its files); a repository nested in an
+untracked folder (a folder of clones opened as one workspace) is listed by its own git.
 """
 
 from __future__ import annotations
@@ -127,7 +128,17 @@ def git_listing(root: Path, scopes: Sequence[str] | None = None) -> Listing | No
     caller then walks with its own matcher). `scopes`: only at or below these workspace paths,
     taken literally (no glob), when there are few enough to pass to git. Committed: in a work tree
     the files git tracks; outside one, every file shown when the root has its own `.gitignore`
-    (an exported or copied repository: its rules have dropped the outputs; `exported_repository`)."""
+    (an exported or copied repository: its rules have dropped the outputs; `exported_repository`).
+    A repository nested in a folder of the root (a folder of clones opened as one workspace, a
+    clone inside another's work tree), which git shows as one `name/` entry and never enters, is
+    listed by its own git, under its folder (`_with_nested`)."""
+    listing = _listing_of(root, scopes)
+    return _with_nested(root, scopes, listing) if listing is not None else None
+
+
+def _listing_of(root: Path, scopes: Sequence[str] | None) -> Listing | None:
+    """`git_listing` of the root's own repository (or of its folder outside git), nested
+    repositories left as their `name/` entries."""
     git = _git()
     if git is None:
         return None
@@ -154,6 +165,48 @@ def git_listing(root: Path, scopes: Sequence[str] | None = None) -> Listing | No
 
 class _GitFailed(RuntimeError):
     pass
+
+
+def _with_nested(root: Path, scopes: Sequence[str] | None, listing: Listing) -> Listing:
+    """`listing` with each nested repository's `name/` entry replaced by the files its own git
+    shows (its tracked files committed); a scope inside one (a saved file there) is listed there,
+    since the root's git shows nothing below such a folder."""
+    whole = scopes is None or len(scopes) > MAX_PATHSPECS
+    nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in listing.paths if entry.endswith("/")}
+    for scope in [] if whole else scopes:
+        top = _nested_top(root, scope)
+        if top is not None and top not in nested:
+            nested[top] = _scopes_below(top, scopes)
+    if not nested:
+        return listing
+    paths = [p for p in listing.paths if not p.endswith("/")]
+    committed, n_ignored = set(listing.committed), listing.n_ignored
+    for folder, inner_scopes in nested.items():
+        inner = git_listing(root / folder, inner_scopes)
+        if inner is None:
+            continue
+        paths += [folder + p for p in inner.paths]
+        committed.update(folder + p for p in inner.committed)
+        n_ignored += inner.n_ignored
+    return Listing(sorted(paths), n_ignored, frozenset(committed))
+
+
+def _scopes_below(folder: str, scopes: Sequence[str]) -> list[str] | None:
+    """The scopes inside `folder/` relative to it; None when one holds the whole folder."""
+    if any(folder.startswith(s.rstrip("/") + "/") or not s.strip("/") for s in scopes):
+        return None
+    return [s[len(folder):] for s in scopes if s.startswith(folder)]
+
+
+def _nested_top(root: Path, scope: str) -> str | None:
+    """The shallowest folder on the way to `scope` (below the root) that holds a repository of its
+    own (`.git`, a folder or a worktree's file), as `name/`; None when there is none."""
+    parts = scope.strip("/").split("/")
+    for depth in range(1, len(parts)):
+        folder = "/".join(parts[:depth])
+        if os.path.lexists(root / folder / ".git"):
+            return folder + "/"
+    return None
 
 
 def _pathspecs(scopes: Sequence[str] | None) -> list[str]:

@@ -321,3 +321,25 @@ def test_an_index_put_inside_the_root_is_never_indexed(tmp_path):
         assert watcher.relevant(str(root / "src" / "app.py")) == "src/app.py"
     finally:
         engine.close()
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("outer_is_a_repository", [False, True], ids=["folder-of-clones", "clone-inside-a-repo"])
+def test_repositories_nested_in_the_root_are_listed_by_their_own_git(tmp_path, outer_is_a_repository):
+    root = tmp_path / "work"
+    for repo, files in {"api": {"server.py": "x\n", "build/out.py": "x\n", ".gitignore": "build/\n"},
+                        "web": {"app.js": "x\n", "vendor/inner/lib.js": "x\n"},
+                        "web/vendor/inner": {}}.items():
+        for rel, text in files.items():
+            (root / repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / repo / rel).write_text(text)
+        subprocess.run(["git", "init", "-q", str(root / repo)], check=True)
+    (root / "notes.md").write_text("# notes\n")
+    if outer_is_a_repository:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+    listed = {e.path for e in walk(root)}
+    # the nested repositories' own ignore rules hold; `vendor/` is pruned, and a repository inside it too
+    assert listed == {"notes.md", "api/server.py", "web/app.js"}
+    (root / "api" / "routes.py").write_text("x\n")  # a saved file inside one: a scoped walk finds it
+    assert {e.path for e in walk(root, scopes=["api/routes.py"])} == {"api/routes.py"}
+    assert {e.path for e in walk(root, scopes=["api"])} == {"api/server.py", "api/routes.py"}
