@@ -11,14 +11,16 @@ lists in all of them, and the watcher's check of one changed path agrees with it
 folders were matched by their own path only, 952 before `*` + `!*/` was read as git reads it;
 the watcher's single-path check differed on 35; docs/BENCHMARKS-history.md 56d, 57e, 58c).
 
-Submodules are not entered (git lists the gitlink, not its files); a repository nested in an
-untracked folder (a folder of clones opened as one workspace) is listed by its own git.
+A repository git does not enter is listed by its own git under its folder: a populated submodule
+(git lists its gitlink, not its files; ripgrep searches it too) and a repository nested in an
+untracked folder (a folder of clones opened as one workspace).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -26,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from mcp_retrieval.indexers.safe_read import stat_inside
+from mcp_retrieval.indexers.safe_read import read_inside, stat_inside
 
 log = logging.getLogger(__name__)
 GIT_TIMEOUT_S = 120
@@ -172,14 +174,17 @@ def _with_nested(root: Path, scopes: Sequence[str] | None, listing: Listing) -> 
     shows (its tracked files committed); a scope inside one (a saved file there) is listed there,
     since the root's git shows nothing below such a folder."""
     whole = scopes is None or len(scopes) > MAX_PATHSPECS
-    nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in listing.paths if entry.endswith("/")}
+    shown = set(listing.paths)
+    folders = [entry for entry in listing.paths if entry.endswith("/")]
+    folders += [f"{path}/" for path in _submodule_paths(root) if path in shown and os.path.lexists(root / path / ".git")]
+    nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in folders}
     for scope in [] if whole else scopes:
         top = _nested_top(root, scope)
         if top is not None and top not in nested:
             nested[top] = _scopes_below(top, scopes)
     if not nested:
         return listing
-    paths = [p for p in listing.paths if not p.endswith("/")]
+    paths = [p for p in listing.paths if not p.endswith("/") and f"{p}/" not in nested]
     committed, n_ignored = set(listing.committed), listing.n_ignored
     for folder, inner_scopes in nested.items():
         inner = git_listing(root / folder, inner_scopes)
@@ -189,6 +194,17 @@ def _with_nested(root: Path, scopes: Sequence[str] | None, listing: Listing) -> 
         committed.update(folder + p for p in inner.committed)
         n_ignored += inner.n_ignored
     return Listing(sorted(paths), n_ignored, frozenset(committed))
+
+
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(.+?)\s*$", re.MULTILINE)
+
+
+def _submodule_paths(root: Path) -> list[str]:
+    """The submodule paths `.gitmodules` names (read as text: no git program runs for it)."""
+    got = read_inside(root, ".gitmodules", 1_000_000)
+    if isinstance(got, str):
+        return []
+    return [p.strip('"').strip("/") for p in _SUBMODULE_PATH.findall(got.data.decode("utf-8", "replace"))]
 
 
 def _scopes_below(folder: str, scopes: Sequence[str]) -> list[str] | None:

@@ -343,3 +343,20 @@ def test_repositories_nested_in_the_root_are_listed_by_their_own_git(tmp_path, o
     (root / "api" / "routes.py").write_text("x\n")  # a saved file inside one: a scoped walk finds it
     assert {e.path for e in walk(root, scopes=["api/routes.py"])} == {"api/routes.py"}
     assert {e.path for e in walk(root, scopes=["api"])} == {"api/server.py", "api/routes.py"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_populated_submodule_is_listed_by_its_own_git(tmp_path):
+    def git(*args, cwd):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", "-c", "protocol.file.allow=always",
+                        *args], cwd=cwd, check=True, capture_output=True)
+    lib, app = tmp_path / "lib", tmp_path / "app"
+    for repo, files in {lib: {"parse.py": "x\n"}, app: {"main.py": "x\n"}}.items():
+        repo.mkdir()
+        for rel, text in files.items():
+            (repo / rel).write_text(text)
+        git("init", "-q", cwd=repo)
+        git("add", "-A", cwd=repo)
+        git("commit", "-qm", "first", cwd=repo)
+    git("submodule", "add", "-q", str(lib), "deps/lib", cwd=app)
+    assert {e.path for e in walk(app)} == {".gitmodules", "main.py", "deps/lib/parse.py"}
