@@ -180,7 +180,7 @@ def _with_nested(root: Path, scopes: Sequence[str] | None, listing: Listing) -> 
     nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in folders}
     for scope in [] if whole else scopes:
         top = _nested_top(root, scope)
-        if top is not None and top not in nested:
+        if top is not None and top not in nested and _shows(root, top):
             nested[top] = _scopes_below(top, scopes)
     if not nested:
         return listing
@@ -212,6 +212,12 @@ def _scopes_below(folder: str, scopes: Sequence[str]) -> list[str] | None:
     if any(folder.startswith(s.rstrip("/") + "/") or not s.strip("/") for s in scopes):
         return None
     return [s[len(folder):] for s in scopes if s.startswith(folder)]
+
+
+def _shows(root: Path, folder: str) -> bool:
+    """Whether the root's git shows the nested repository `folder/` (its ignore rules may not)."""
+    own = _listing_of(root, [folder])
+    return own is not None and (folder in own.paths or folder.rstrip("/") in own.paths)
 
 
 def _nested_top(root: Path, scope: str) -> str | None:

@@ -335,6 +335,10 @@ def test_repositories_nested_in_the_root_are_listed_by_their_own_git(tmp_path, o
             (root / repo / rel).write_text(text)
         subprocess.run(["git", "init", "-q", str(root / repo)], check=True)
     (root / "notes.md").write_text("# notes\n")
+    (root / "scratch").mkdir()
+    (root / "scratch" / "tmp.py").write_text("x\n")
+    subprocess.run(["git", "init", "-q", str(root / "scratch")], check=True)
+    (root / ".gitignore").write_text("scratch/\n")  # an ignored clone stays out, a saved file there too
     if outer_is_a_repository:
         subprocess.run(["git", "init", "-q", str(root)], check=True)
     listed = {e.path for e in walk(root)}
@@ -343,6 +347,7 @@ def test_repositories_nested_in_the_root_are_listed_by_their_own_git(tmp_path, o
     (root / "api" / "routes.py").write_text("x\n")  # a saved file inside one: a scoped walk finds it
     assert {e.path for e in walk(root, scopes=["api/routes.py"])} == {"api/routes.py"}
     assert {e.path for e in walk(root, scopes=["api"])} == {"api/server.py", "api/routes.py"}
+    assert list(walk(root, scopes=["scratch/tmp.py"])) == []
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
