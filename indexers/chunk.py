@@ -41,8 +41,9 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # "amalgamation" without "an" mark no file generated (65a). 14 (66c's 13 was dropped): a Rust
 # `mod name;` without a body declares a module kept in another file, no definition (69c). 15: nor is
 # a C/C++ forward declaration (`struct event_base;`, `class Foo;`, 69d). 16: each type of a Go
-# `type ( ... )` group is a definition, not the first alone (69e).
-CHUNKER_VERSION = "16"
+# `type ( ... )` group is a definition, not the first alone (69e). 17: lines end at "\n" alone
+# (`source_lines`), as tree-sitter's rows do: a form feed no longer shifts the chunks below it (70d).
+CHUNKER_VERSION = "17"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise
 WINDOW_LINES = 60
@@ -139,9 +140,20 @@ def _open_item_macros(tree, data: bytes, ts_parser) -> bytes | None:
     return bytes(out)
 
 
+def source_lines(text: str) -> list[str]:
+    """A file's lines as tree-sitter and an editor's line numbers count them: split at "\n" only
+    (a "\r\n" ending dropped whole). `str.splitlines` also splits at a form feed, a vertical tab,
+    `\x1c`-`\x1e`, `\x85` and U+2028/2029, and every chunk below one (GNU-style C's page breaks)
+    took the text of the wrong lines."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
+
+
 def chunk_file(path: str, text: str, language: str, tree=None) -> list[Chunk]:
     """All chunks of one file, in line order. Never raises on odd input."""
-    lines = text.splitlines()
+    lines = source_lines(text)
     if not lines or not text.strip():
         return []
     segs: list[_Seg] | None = None

@@ -313,3 +313,17 @@ def test_each_type_of_a_go_type_group_is_a_definition():
     symbols = {(s[2], s[4]) for s in extract("gin.go", "go", parse(text, "go")).symbols}
     assert {("HandlerFunc", "class"), ("HandlersChain", "class"), ("Routes", "class"), ("Engine", "class"),
             ("Next", "method")} <= symbols
+
+
+def test_a_form_feed_or_line_separator_does_not_shift_the_chunks_below_it():
+    """Lines end at "\\n" alone, as tree-sitter's rows and an editor's line numbers do
+    (`str.splitlines` also broke at a form feed, `\\x1c` and U+2028, shifting every chunk below)."""
+    from mcp_retrieval.indexers.chunk import chunk_file
+
+    body = "def alpha():\n    return 1\n\x0c\n" + "".join(
+        f"def filler_{i}():\n    \"\"\"Doc {i} \x0c and \u2028\"\"\"\n    x = {i}\n    y = x * 2\n    return y\n\n"
+        for i in range(60)) + "def gamma_target():\r\n    return 3\r\n"
+    target_line = body.split("\n").index("def gamma_target():\r") + 1
+    chunk = next(c for c in chunk_file("pg.py", body, "python") if "gamma_target" in c.text)
+    assert chunk.start_line <= target_line <= chunk.end_line
+    assert chunk.text.split("\n")[target_line - chunk.start_line] == "def gamma_target():"  # "\r" dropped
