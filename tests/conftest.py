@@ -3,8 +3,10 @@ files git cannot carry), and Engines over it with real Tantivy and LanceDB."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -72,6 +74,30 @@ def engine_over(sources: dict[str, str], tmp: Path) -> Engine:
     eng = Engine(config, embedder=HashEmbedder())
     eng.reindex()
     return eng
+
+
+def wait_for(predicate, timeout=60.0) -> bool:
+    """Whether `predicate()` came true within `timeout` seconds (polled every 0.2 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@contextlib.contextmanager
+def watching(engine: Engine, root: Path):
+    """A file watcher feeding `engine` while the block runs (started and given half a second)."""
+    from mcp_retrieval.indexers.watch import Watcher
+
+    watcher = Watcher(root, engine.sync_paths, debounce_ms=100)
+    watcher.start()
+    try:
+        time.sleep(0.5)
+        yield watcher
+    finally:
+        watcher.stop()
 
 
 def defined_ids(engine: Engine, path: str) -> set[str]:

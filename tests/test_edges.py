@@ -16,6 +16,7 @@ from mcp_retrieval.indexers.safe_read import NOT_REGULAR, OUTSIDE_ROOT, TOO_LARG
 from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval.indexers.walk import DEFAULT_MAX_FILE_BYTES, size_limit, walk
 from mcp_retrieval.workspace import Workspace
+from tests.conftest import wait_for, watching
 
 SECRET = "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMIK7MDENGbPxRfiCYzzSECRETzz"
 
@@ -187,39 +188,23 @@ def test_a_file_named_in_another_encoding_neither_fails_the_index_nor_stops_the_
     result = engine.reindex()
     assert result.skipped.get("undecodable_name") == 1
     assert "src/shop/loyalty.py" not in engine.store.files()
-    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
-    watcher.start()
-    try:
-        time.sleep(0.5)
+    with watching(engine, workspace):
         with open(latin1, "rb") as f:  # an editor opening it: watchfiles fails on the event's path
             f.read()
         time.sleep(0.5)
         (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
-        deadline = time.monotonic() + 60
-        while "src/shop/loyalty.py" not in engine.store.files() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "src/shop/loyalty.py" in engine.store.files()
-    finally:
-        watcher.stop()
+        assert wait_for(lambda: "src/shop/loyalty.py" in engine.store.files())
 
 
 @pytest.mark.timeout(120)
 def test_a_change_seen_while_another_server_writes_the_index_is_indexed_when_it_finishes(engine, workspace):
     from mcp_retrieval.indexers.locks import WriteLock
-    watcher = Watcher(workspace, engine.sync_paths, debounce_ms=100)
-    watcher.start()
-    try:
-        time.sleep(0.5)
+    with watching(engine, workspace):
         with WriteLock(engine.config.index_dir / "write.lock"):  # the other server, mid-update
             (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
             time.sleep(1.0)
             assert "src/shop/loyalty.py" not in engine.store.files()
-        deadline = time.monotonic() + 30
-        while "src/shop/loyalty.py" not in engine.store.files() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert "src/shop/loyalty.py" in engine.store.files()
-    finally:
-        watcher.stop()
+        assert wait_for(lambda: "src/shop/loyalty.py" in engine.store.files(), timeout=30)
 
 
 names = st.sampled_from(["a", "b", "c.py", "d.txt", "e"])

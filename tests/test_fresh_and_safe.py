@@ -11,15 +11,7 @@ import pytest
 from mcp_retrieval.indexers.watch import Watcher
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.workspace import Workspace
-
-
-def wait_for(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.2)
-    return False
+from tests.conftest import wait_for
 
 
 @pytest.mark.timeout(180)
