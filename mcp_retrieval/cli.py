@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     from mcp_retrieval.roots import resolve_workspace
     from mcp_retrieval.validate import BadRequest
-    from mcp_retrieval.workspace import IndexUnusable, open_workspace
+    from mcp_retrieval.workspace import CannotOpen, open_workspace
 
     replica = args.command == "serve" and args.store  # serves published snapshots: no local root
     try:
@@ -111,13 +111,13 @@ def main(argv: list[str] | None = None) -> int:
 
         try:
             return serve_replica(args) if replica else serve(spec, args)
-        except (Refused, IndexUnusable) as exc:
+        except (Refused, CannotOpen) as exc:
             print(f"mcp-retrieval: {exc}", file=sys.stderr)
             return 2
     try:
         workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
                                    pull_from=getattr(args, "pull_from", None))
-    except IndexUnusable as exc:
+    except CannotOpen as exc:
         print(f"mcp-retrieval: {exc}", file=sys.stderr)
         return 2
     try:

@@ -23,6 +23,11 @@ import platformdirs
 from mcp_retrieval.rules import Rules
 
 
+# the dense tier's models (`Engine._load_embedder`): the static table, the MiniLM transformer,
+# none (lexical, anchors and graph only), and meaning-free vectors for tests
+EMBEDDERS = ("static", "minilm", "none", "hash")
+
+
 def cache_home() -> Path:
     return Path(platformdirs.user_cache_dir("mcp-retrieval", appauthor=False))
 
@@ -45,7 +50,7 @@ class Config:
     root: Path
     index_dir: Path
     cache_dir: Path
-    embedder: str = "static"  # static | minilm | none (| hash, for tests)
+    embedder: str = "static"  # one of EMBEDDERS
     cross_encoder_dir: Path | None = None
     # retrieval
     pool_size: int = 60
@@ -97,4 +102,9 @@ class Config:
         for key, value in overrides.items():
             if value is not None:
                 setattr(cfg, key, value)
+        if cfg.embedder not in EMBEDDERS:  # a typo would have meant the slow model, silently
+            raise ValueError(f"embedder must be one of {', '.join(EMBEDDERS[:3])}; got {cfg.embedder!r} "
+                             "(MCP_RETRIEVAL_EMBEDDER or the settings' `embedder`)")
+        if cfg.understand not in ("off", "sampling"):
+            raise ValueError(f"understand must be off or sampling; got {cfg.understand!r}")
         return cfg

@@ -521,9 +521,9 @@ def _why(c: Candidate, state: Fresh) -> str:
     return "; ".join(dict.fromkeys(parts))
 
 
-class IndexUnusable(ValueError):
-    """A root's index or cache folder cannot be created or opened (a read-only place, a file in
-    the way); the message names the folder and the setting that moves it."""
+class CannotOpen(ValueError):
+    """A root cannot be opened: a setting is invalid, or its index or cache folder cannot be
+    created or opened (a read-only place, a file in the way); the message says what to change."""
 
 
 def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull_from: str | None = None,
@@ -538,8 +538,11 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
     from mcp_retrieval.roots import read_config
 
     def engine_for(root_spec, settings) -> Engine:
-        config = Config.resolve(root_spec.path, index_dir if len(spec.roots) == 1 else None,
-                                **{**settings, **overrides})
+        try:
+            config = Config.resolve(root_spec.path, index_dir if len(spec.roots) == 1 else None,
+                                    **{**settings, **overrides})
+        except ValueError as exc:
+            raise CannotOpen(str(exc)) from exc
         if pull_from:
             from mcp_retrieval.indexers.embed import EmbeddingCache
             from mcp_retrieval.shared_index import pull
@@ -554,7 +557,7 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
                 cause = f"{exc.strerror or exc}: {exc.filename}"
             elif (cause := storage_failure(exc)) is None:  # a full disk under the repair of a half-written index
                 raise
-            raise IndexUnusable(f"cannot open the index of {root_spec.name} at {config.index_dir} ({cause}); "
+            raise CannotOpen(f"cannot open the index of {root_spec.name} at {config.index_dir} ({cause}); "
                                 "free space there, or point --index-dir or MCP_RETRIEVAL_INDEX_DIR (and "
                                 "MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
 

@@ -84,6 +84,12 @@ def test_an_index_folder_that_cannot_be_made_is_a_one_line_error(workspace, tmp_
     assert f"cannot open the index of ws at {in_the_way}" in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+def test_a_mistyped_embedder_is_a_one_line_error_not_the_slow_model(workspace, tmp_path):
+    r = run_cli("status", "--root", str(workspace), env_extra={"MCP_RETRIEVAL_EMBEDDER": "statc"}, tmp_path=tmp_path)
+    assert r.returncode == 2 and "embedder must be one of static, minilm, none; got 'statc'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.timeout(180)
 def test_closing_stdin_during_a_full_index_ends_the_server_and_leaves_an_index_that_answers(tmp_path):
     from tests.test_fresh_and_safe import make_big_workspace
