@@ -80,6 +80,7 @@ class Indexer:
         index_dir.mkdir(parents=True, exist_ok=True)
         self._lock_path = index_dir / "write.lock"
         self.repairs: list[str] = []  # what was found damaged at open and rebuilt (indexers/health.py)
+        self.last_whole_walk: SyncResult | None = None  # this process's last complete pass over the root
         self.store = health.open_store(index_dir, self.repairs)
         self.lexical = health.open_lexical(index_dir, self.store, self.repairs, self._write_lock)
         self.cache = cache
@@ -190,6 +191,7 @@ class Indexer:
             if scopes is None and not (should_stop and should_stop()):
                 self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
                 self.store.set_meta("chunker", CHUNKER_VERSION)
+                self.last_whole_walk = result
         result.duration_ms = _ms(started)
         return result
 

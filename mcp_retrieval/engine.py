@@ -345,6 +345,12 @@ class Engine:
             # the first index is under way from the moment it is started (its worker opens the
             # vector table, LanceDB's 1.3 s import, before it takes the write lock)
             building = self.indexing or not self._first_index.is_set()
+            walked = self.indexer.last_whole_walk
+            if not building and walked is not None and walked.files_scanned == 0:  # reindex would find nothing
+                skipped = ", ".join(f"{n} {why}" for why, n in sorted(walked.skipped.items()) if n) or "none"
+                return Miss(reason="empty_index", escalate_to="ask_user",
+                            detail=f"the workspace holds no file to index (skipped: {skipped}); check "
+                                   f"the root ({self.config.root}) and its ignore rules")
             return Miss(reason="indexing" if building else "empty_index", escalate_to="reindex",
                         detail="the index is being built; retry shortly" if building else
                         "nothing is indexed yet: call reindex")

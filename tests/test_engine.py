@@ -176,6 +176,9 @@ def test_an_empty_root_answers_with_an_empty_index_miss(tmp_path):
     eng = Engine(cfg, embedder=HashEmbedder())
     r = Workspace.single(eng).context("anything at all")
     assert r.miss.reason == "empty_index" and r.miss.escalate_to == "reindex"
+    eng.reindex()  # found nothing to index: another reindex would not help
+    r = Workspace.single(eng).packet("anything at all")
+    assert r.miss.reason == "empty_index" and r.miss.escalate_to == "ask_user" and "no file to index" in r.miss.detail
     eng.close()
 
 
