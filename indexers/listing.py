@@ -177,14 +177,15 @@ def _with_nested(root: Path, scopes: Sequence[str] | None, listing: Listing) -> 
     shown = set(listing.paths)
     folders = [entry for entry in listing.paths if entry.endswith("/")]
     folders += [f"{path}/" for path in _submodule_paths(root) if path in shown and os.path.lexists(root / path / ".git")]
-    nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in folders}
+    nested = {entry: None if whole else _scopes_below(entry, scopes) for entry in folders
+              if not _own_worktree(root, entry)}
     for scope in [] if whole else scopes:
         top = _nested_top(root, scope)
-        if top is not None and top not in nested and _shows(root, top):
+        if top is not None and top not in nested and not _own_worktree(root, top) and _shows(root, top):
             nested[top] = _scopes_below(top, scopes)
     if not nested:
         return listing
-    paths = [p for p in listing.paths if not p.endswith("/") and f"{p}/" not in nested]
+    paths = [p for p in listing.paths if not p.endswith("/") and f"{p}/" not in nested]  # the `name/` entries go
     committed, n_ignored = set(listing.committed), listing.n_ignored
     for folder, inner_scopes in nested.items():
         inner = git_listing(root / folder, inner_scopes)
@@ -212,6 +213,18 @@ def _scopes_below(folder: str, scopes: Sequence[str]) -> list[str] | None:
     if any(folder.startswith(s.rstrip("/") + "/") or not s.strip("/") for s in scopes):
         return None
     return [s[len(folder):] for s in scopes if s.startswith(folder)]
+
+
+def _own_worktree(root: Path, folder: str) -> bool:
+    """Whether `folder/` is a worktree of the root's own repository (`git worktree add
+    .worktrees/fix`): its `.git` file points into the root's `.git/worktrees/` (a submodule's, into
+    `.git/modules/`). It holds the same code at another revision; answers come from the work tree
+    the agent is in."""
+    got = read_inside(root, f"{folder}.git", 4096)
+    if isinstance(got, str) or not got.data.startswith(b"gitdir:"):
+        return False
+    gitdir = Path(os.path.join(root, folder, got.data[7:].decode("utf-8", "replace").strip())).resolve()
+    return gitdir.is_relative_to((root / ".git" / "worktrees").resolve())
 
 
 def _shows(root: Path, folder: str) -> bool:

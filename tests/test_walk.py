@@ -365,3 +365,17 @@ def test_a_populated_submodule_is_listed_by_its_own_git(tmp_path):
         git("commit", "-qm", "first", cwd=repo)
     git("submodule", "add", "-q", str(lib), "deps/lib", cwd=app)
     assert {e.path for e in walk(app)} == {".gitmodules", "main.py", "deps/lib/parse.py"}
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_worktree_of_the_roots_own_repository_inside_it_is_not_listed_again(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=tmp_path,
+                       check=True, capture_output=True)
+    (tmp_path / "main.py").write_text("x\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "first")
+    git("worktree", "add", "-q", ".worktrees/fix")  # untracked, not ignored: git shows `.worktrees/fix/`
+    assert {e.path for e in walk(tmp_path)} == {"main.py"}
+    assert list(walk(tmp_path, scopes=[".worktrees/fix/main.py"])) == []
