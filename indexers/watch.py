@@ -34,6 +34,8 @@ class Watcher:
         self.debounce_ms = debounce_ms
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._timers: list[threading.Timer] = []  # catch-ups and retries pending (`_later`)
+        self._timers_lock = threading.Lock()  # the watcher's thread and the timers' add to them
 
     def relevant(self, abs_path: str, rules: IgnoreRules | None = None) -> str | None:
         """The workspace path of a change the walk would index, else None. Pass one `rules` per batch
@@ -58,6 +60,9 @@ class Watcher:
 
     def stop(self) -> None:
         self._stop.set()
+        with self._timers_lock:
+            for timer in self._timers:
+                timer.cancel()
         if self._thread is not None:
             self._thread.join(timeout=5)
 
@@ -78,9 +83,7 @@ class Watcher:
                 log.log(logging.WARNING if restarts == 1 else logging.DEBUG, "file watcher restarted (%s)", exc)
             if self._stop.wait(RESTART_PAUSE_S):
                 return
-            catch_up = threading.Timer(RESTART_PAUSE_S, self._changed, args=(None,))
-            catch_up.daemon = True
-            catch_up.start()
+            self._later(RESTART_PAUSE_S, None)
 
     def _watch(self) -> None:
         for changes in watchfiles.watch(self.root, stop_event=self._stop, debounce=self.debounce_ms,
@@ -90,14 +93,22 @@ class Watcher:
             if paths:
                 self._changed(None if len(paths) > BURST else paths)
 
+    def _later(self, delay_s: float, paths: list[str] | None, attempt: int = 0) -> None:
+        """`_changed` again after `delay_s`, unless the watcher is stopped first (`stop` cancels it)."""
+        if self._stop.is_set():
+            return
+        timer = threading.Timer(delay_s, self._changed, args=(paths, attempt))
+        timer.daemon = True
+        with self._timers_lock:
+            self._timers = [t for t in self._timers if t.is_alive()] + [timer]
+        timer.start()
+
     def _changed(self, paths: list[str] | None, attempt: int = 0) -> None:
         try:
             self.on_change(paths)
         except IndexBusy as exc:  # a second server on the same index (two agent windows) is writing
-            if attempt < BUSY_RETRIES and not self._stop.is_set():
-                retry = threading.Timer(BUSY_PAUSE_S, self._changed, args=(paths, attempt + 1))
-                retry.daemon = True
-                retry.start()
+            if attempt < BUSY_RETRIES:
+                self._later(BUSY_PAUSE_S, paths, attempt + 1)
             else:
                 log.info("%s; this change waits for the next one", exc)
         except FileNotFoundError as exc:  # the root moved or was deleted: the index is kept as it was
