@@ -428,7 +428,7 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         text = got.data.decode("utf-16", errors="replace")
         if "\0" in text[:4096] or "\ufffd" in text[:4096]:  # binary data that begins with the mark
             return "binary"
-        return text.removeprefix("\ufeff"), file_sha256(got.data)
+        return text, file_sha256(got.data)  # the "utf-16" codec reads the mark and drops it
     if is_binary(got.data[:8192]):
         return "binary"
     if is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
