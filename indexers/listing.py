@@ -228,7 +228,9 @@ def _own_worktree(root: Path, folder: str) -> bool:
 
 
 def _shows(root: Path, folder: str) -> bool:
-    """Whether the root's git shows the nested repository `folder/` (its ignore rules may not)."""
+    """Whether the root's git shows the nested repository `folder/` (its ignore rules may not).
+    A call of its own: asked beside a path inside that repository (the watcher's scope), git
+    shows neither."""
     own = _listing_of(root, [folder])
     return own is not None and (folder in own.paths or folder.rstrip("/") in own.paths)
 

@@ -104,22 +104,19 @@ def main(argv: list[str] | None = None) -> int:
         if spec is not None and args.index_dir and len(spec.roots) > 1:
             raise ValueError("--index-dir names one index: with several roots each keeps its own (per-root default)")
     except ValueError as exc:
-        print(f"mcp-retrieval: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
     if args.command == "serve":
         from mcp_retrieval.serve import Refused, serve, serve_replica
 
         try:
             return serve_replica(args) if replica else serve(spec, args)
         except (Refused, CannotOpen) as exc:
-            print(f"mcp-retrieval: {exc}", file=sys.stderr)
-            return 2
+            return _refused(exc)
     try:
         workspace = open_workspace(spec, index_dir=Path(args.index_dir) if args.index_dir else None,
                                    pull_from=getattr(args, "pull_from", None))
     except CannotOpen as exc:
-        print(f"mcp-retrieval: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
     try:
         if args.command == "publish":
             from mcp_retrieval.shared_index import StoreError, publish
@@ -154,11 +151,16 @@ def main(argv: list[str] | None = None) -> int:
                 r = workspace.query_graph(args.node, relation=args.relation, depth=args.depth)
                 print(r.model_dump_json(indent=1))
     except BadRequest as exc:
-        print(f"mcp-retrieval: {exc}", file=sys.stderr)
-        return 2
+        return _refused(exc)
     finally:
         workspace.close()
     return 0
+
+
+def _refused(exc: Exception) -> int:
+    """What the shell is told when a command cannot run as asked: one line on stderr, status 2."""
+    print(f"mcp-retrieval: {exc}", file=sys.stderr)
+    return 2
 
 
 def _bring_up_to_date(engine) -> None:
