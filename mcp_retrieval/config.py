@@ -1,6 +1,7 @@
 """Configuration, resolved argument > environment > default (and written down once, here).
 
-Environment: MCP_RETRIEVAL_INDEX_DIR (index location), MCP_RETRIEVAL_CACHE_DIR (embedding
+Environment: MCP_RETRIEVAL_INDEX_DIR (index location; with several roots, the folder holding
+each root's own index: `workspace.open_workspace`), MCP_RETRIEVAL_CACHE_DIR (embedding
 cache), MCP_RETRIEVAL_EMBEDDER (`static` default: the distilled token table of `indexers.static`,
 vectors in seconds; `minilm` for the transformer, a little more precise and minutes to embed a
 large repository, docs/BENCHMARKS-history.md 43d; `none` for lexical only),
@@ -32,9 +33,11 @@ def cache_home() -> Path:
     return Path(platformdirs.user_cache_dir("mcp-retrieval", appauthor=False))
 
 
-def default_index_dir(root: Path) -> Path:
+def default_index_dir(root: Path, parent: Path | None = None) -> Path:
+    """A root's own index folder, named by the folder and a hash of its path, in `parent` (default:
+    the user cache), so no two roots share one."""
     digest = hashlib.sha1(str(root).encode()).hexdigest()[:12]
-    return cache_home() / "indexes" / f"{root.name or 'root'}-{digest}"
+    return (parent or cache_home() / "indexes") / f"{root.name or 'root'}-{digest}"
 
 
 def detect_root(directory: Path) -> Path:

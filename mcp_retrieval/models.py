@@ -66,6 +66,7 @@ class IndexStatus(Compact):
     state: Literal["ready", "indexing", "empty", "lexical_only"] = "ready"
     roots: list["RootStatus"] | None = Field(None, description="per root, when the workspace has several")
     store: str | None = Field(None, description="a replica: whether its object store answers, else null")
+    unavailable: list[str] | None = Field(None, description="roots listed but not served, each `name: why`")
     repairs: list[str] | None = Field(None, description="index parts found damaged at start and rebuilt")
 
     def settled(self, vectors_off: bool = False) -> bool:

@@ -12,7 +12,10 @@ work tree (the current directory outside git).
 
 Names default to the folder's name and are made unique (`api`, `api-2`); a folder given twice is
 one root. The file is read again when `reindex` is called, so a root added there is indexed
-(alone) without a restart.
+(alone) without a restart. A root the file lists that is not a folder here (a teammate has not
+cloned `../client-lib`) is left out with a warning and named in `index://status` as unavailable;
+the file is refused only when none of its roots is a folder. A `--root` flag that is no folder is
+refused at once: it was typed now.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class WorkspaceSpec:
     settings: dict[str, object] = field(default_factory=dict)
     config_file: Path | None = None
     detected: bool = False  # no --root and no configuration file: the root around the cwd was taken
+    unavailable: dict[str, str] = field(default_factory=dict)  # a listed root left out -> why
 
 
 def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
@@ -101,8 +105,18 @@ def read_config(path: Path) -> WorkspaceSpec:
     for key, value in settings.items():
         if key not in SETTINGS or not isinstance(value, SETTINGS[key]):
             raise ValueError(f"{path}: unknown or mistyped setting {key!r}; known: {', '.join(SETTINGS)}")
-    pairs = [parse_root(r, path.parent) for r in raw] or [(None, path.parent.resolve())]
-    return WorkspaceSpec(unique_names(pairs), dict(settings), path)
+    pairs, unavailable = [], {}
+    for text in raw:
+        try:
+            pairs.append(parse_root(text, path.parent))
+        except ValueError as exc:
+            unavailable[text] = str(exc).split(";")[0]  # the advice after it is for a typed --root
+    if raw and not pairs:
+        raise ValueError(f"{path}: no root it lists is a folder here ({next(iter(unavailable.values()))})")
+    for text, why in unavailable.items():
+        log.warning("%s: root %r left out: %s", path, text, why)
+    return WorkspaceSpec(unique_names(pairs or [(None, path.parent.resolve())]), dict(settings), path,
+                         unavailable=unavailable)
 
 
 def resolve_workspace(flags: list[str] | None, cwd: Path | None = None) -> WorkspaceSpec:

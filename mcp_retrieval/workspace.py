@@ -14,6 +14,8 @@ root's), so a chunk delivered from any root is a stub in every later call of tha
 from __future__ import annotations
 
 import dataclasses
+import logging
+import os
 import sqlite3
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,11 +48,13 @@ WORD_TIERS = frozenset({"lexical", "title", "code", "path", "symbol", "message",
 
 __all__ = ["Workspace"]
 
+log = logging.getLogger(__name__)
+
 
 class Workspace:
-    def __init__(self, engines: Sequence[Engine], reload: Callable[[], dict[str, Engine | None]] | None = None):
-        """`reload`: called by `reindex`; returns the roots the configuration now lists, each an
-        Engine if new (None for one already open), so roots can be added or removed live."""
+    def __init__(self, engines: Sequence[Engine], reload: Callable[[], object] | None = None):
+        """`reload`: called by `reindex`; returns the configuration's `roots.WorkspaceSpec` as it
+        now reads, so roots can be added or removed live."""
         if not engines:
             raise ValueError("a workspace needs at least one root")
         names = [e.name for e in engines]
@@ -65,7 +69,10 @@ class Workspace:
         self._cross = CrossRoots()
         self.on_added: Callable[[Engine], None] | None = None  # start its indexing and watcher
         self.on_removed: Callable[[Engine], None] | None = None  # stop its watcher
-        self.open_root: Callable[[object], Engine] | None = None  # a RootSpec -> its Engine (see `adopt`)
+        self.open_root: Callable[..., Engine] | None = None  # (RootSpec, settings) -> its Engine, or CannotOpen
+        # Roots listed but not served, each with why (a folder not cloned here, an index that
+        # cannot be opened): shown in `index://status` and named when a call asks for one.
+        self.unavailable: dict[str, str] = {}
 
     @classmethod
     def single(cls, engine: Engine) -> "Workspace":
@@ -87,7 +94,9 @@ class Workspace:
         the last). Returns the names added."""
         if self._reload is None:
             return []
-        return self._apply(self._reload())
+        spec = self._reload()
+        self.unavailable = dict(spec.unavailable)
+        return self._apply(self._wanted(spec.roots, spec.settings))
 
     def adopt(self, folders: list[Path]) -> list[str]:
         """Make these folders the workspace's roots (an MCP client's roots): open the new ones, close
@@ -96,9 +105,24 @@ class Workspace:
             return []
         from mcp_retrieval.roots import unique_names
 
+        self.unavailable = {}
+        return self._apply(self._wanted(unique_names([(None, f) for f in folders]), None))
+
+    def _wanted(self, root_specs, settings) -> dict[str, Engine | None]:
+        """Each root to serve: None if it is open at that folder, else its new Engine. One that
+        cannot be opened is left out (a dropped root is closed by `_apply`) and named in `unavailable`."""
         open_paths = {e.name: e.config.root for e in self.engines.values()}
-        return self._apply({r.name: None if open_paths.get(r.name) == r.path else self.open_root(r)
-                            for r in unique_names([(None, f) for f in folders])})
+        wanted: dict[str, Engine | None] = {}
+        for r in root_specs:
+            if open_paths.get(r.name) == r.path:
+                wanted[r.name] = None
+                continue
+            try:
+                wanted[r.name] = self.open_root(r, settings)
+            except CannotOpen as exc:
+                self.unavailable[r.name] = str(exc)
+                log.warning("root %s is not served: %s", r.name, exc)
+        return wanted
 
     def _apply(self, wanted: dict[str, Engine | None]) -> list[str]:
         added = []
@@ -126,6 +150,8 @@ class Workspace:
         picked = []
         for r in roots:  # a name, or any unambiguous `/`-suffix of one (`sympy/sympy` for github.com/sympy/sympy)
             found = [n for n in self.engines if n == r] or [n for n in self.engines if n.endswith("/" + r)]
+            if not found and r in self.unavailable:
+                raise BadRequest(f"root {r!r} is not served: {self.unavailable[r]}")
             if len(found) != 1:
                 problem = "ambiguous" if found else "unknown"
                 raise BadRequest(f"{problem} root {r[:200]!r}; this workspace has {', '.join(list(self.engines)[:20])}")
@@ -142,6 +168,7 @@ class Workspace:
     def status(self) -> IndexStatus:
         status = self._status()
         status.store = self.store_state
+        status.unavailable = [f"{name}: {why}" for name, why in self.unavailable.items()] or None
         return status
 
     @property
@@ -532,15 +559,26 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
     a single root), with the configuration file re-read on `reindex` when there is one.
     `pull_from` (s3://BUCKET/PREFIX): an empty local index first restores the nearest published
     snapshot (`shared_index.pull`; a missing or unreachable store only warns)."""
-    import logging
-
-    from mcp_retrieval.config import Config
+    from mcp_retrieval.config import Config, default_index_dir
     from mcp_retrieval.roots import read_config
+
+    started_alone = len(spec.roots) == 1
+    env_index = os.environ.get("MCP_RETRIEVAL_INDEX_DIR")
+
+    def index_for(root_spec) -> Path | None:
+        """One index folder, one root. A workspace started with one root keeps its index where
+        `--index-dir` or MCP_RETRIEVAL_INDEX_DIR say (None: Config reads them), and a root added
+        later goes to the default place; started with several, each root's index is a folder of its
+        own inside MCP_RETRIEVAL_INDEX_DIR, else in the default place (two roots in one folder
+        answered from each other's index)."""
+        if started_alone and root_spec.path == spec.roots[0].path:
+            return index_dir
+        return default_index_dir(root_spec.path, None if started_alone or not env_index else
+                                 Path(env_index).expanduser().resolve())
 
     def engine_for(root_spec, settings) -> Engine:
         try:
-            config = Config.resolve(root_spec.path, index_dir if len(spec.roots) == 1 else None,
-                                    **{**settings, **overrides})
+            config = Config.resolve(root_spec.path, index_for(root_spec), **{**settings, **overrides})
         except ValueError as exc:
             raise CannotOpen(str(exc)) from exc
         if pull_from:
@@ -549,7 +587,7 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
 
             outcome = pull(pull_from, config.root, config.index_dir,
                            EmbeddingCache(config.cache_dir / "embeddings.sqlite"))
-            logging.getLogger("mcp_retrieval").warning("%s: %s", root_spec.name, outcome)
+            log.warning("%s: %s", root_spec.name, outcome)
         try:
             return Engine(config, embedder=embedder, name=root_spec.name)
         except (OSError, sqlite3.Error, ValueError) as exc:  # say which folder and why, not a traceback
@@ -561,24 +599,35 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
                                 "free space there, or point --index-dir or MCP_RETRIEVAL_INDEX_DIR (and "
                                 "MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
 
+    # With several roots, one that cannot be opened is left out with a warning and the others are
+    # served; a workspace of one root, or of none that opens, is refused with the reason.
     engines: list[Engine] = []
+    unavailable = dict(spec.unavailable)
     for root_spec in spec.roots:
-        engines.append(engine_for(root_spec, spec.settings))
+        try:
+            engines.append(engine_for(root_spec, spec.settings))
+        except CannotOpen as exc:
+            if started_alone:
+                raise
+            unavailable[root_spec.name] = str(exc)
+            log.warning("root %s is not served: %s", root_spec.name, exc)
+            continue
         if embedder == "auto":
             embedder = engines[0].embedder  # one model in memory for every root, added later ones too
-    workspace: Workspace | None = None
+    if not engines:
+        raise CannotOpen(next(iter(unavailable.values())) if len(unavailable) == 1 else
+                         "no root can be opened: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items()))
 
-    def reload() -> dict[str, Engine | None]:
+    def reload():
         try:
-            current = read_config(spec.config_file)
+            return read_config(spec.config_file)
         except ValueError as exc:
             raise BadRequest(f"workspace configuration unreadable: {exc}") from None
-        open_paths = {e.name: e.config.root for e in workspace.engines.values()}
-        return {r.name: None if open_paths.get(r.name) == r.path else engine_for(r, current.settings)
-                for r in current.roots}
 
     workspace = Workspace(engines, reload if spec.config_file is not None else None)
-    workspace.open_root = lambda root_spec: engine_for(root_spec, spec.settings)
+    workspace.open_root = lambda root_spec, settings=None: engine_for(
+        root_spec, spec.settings if settings is None else settings)
+    workspace.unavailable = unavailable
     return workspace
 
 

@@ -7,10 +7,12 @@ import anyio
 import pytest
 from mcp import Client
 
+from mcp_retrieval.config import default_index_dir
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.roots import read_config, resolve_workspace
 from mcp_retrieval.server import build_server
-from mcp_retrieval.workspace import open_workspace
+from mcp_retrieval.validate import BadRequest
+from mcp_retrieval.workspace import CannotOpen, open_workspace
 from mcp_retrieval.workspace import Workspace
 from mcp_retrieval.rules import Rules, applied
 
@@ -254,3 +256,56 @@ def test_the_window_shows_its_files_in_the_file_rankers_order(engine, monkeypatc
     shares = shares_in_window_order()
     assert len(shares) > 3 and shares == sorted(shares, reverse=True)
     assert shares_in_window_order(window_files_by_ranker=False) != sorted(shares, reverse=True)
+
+
+def test_with_several_roots_the_index_variable_holds_each_roots_own_index(workspace, tmp_path, monkeypatch):
+    """Both roots' indexes in the one folder the variable names answered from each other's files."""
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCP_RETRIEVAL_INDEX_DIR", str(tmp_path / "indexes"))
+    lib = make_client_lib(tmp_path / "client-lib")
+    ws = open_workspace(resolve_workspace([f"shop={workspace}", str(lib)], cwd=tmp_path),
+                        embedder=HashEmbedder(), persist_sessions=False)
+    try:
+        folders = {name: e.config.index_dir for name, e in ws.engines.items()}
+        assert len(set(folders.values())) == 2 and all(f.parent == tmp_path / "indexes" for f in folders.values())
+        ws.reindex()
+        top = ws.packet("send_with_backoff RetryingClient").items[0]
+        assert (top.root, top.path) == ("client-lib", "client/http_client.py")
+    finally:
+        ws.close()
+
+
+def test_a_root_that_cannot_be_served_is_named_and_the_others_are_served(workspace, tmp_path, monkeypatch):
+    """A teammate without `../client-lib` cloned, and a root whose index folder cannot be made:
+    each is left out with its reason, not the whole workspace refused."""
+    monkeypatch.setenv("MCP_RETRIEVAL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("MCP_RETRIEVAL_INDEX_DIR", str(tmp_path / "indexes"))
+    lib = make_client_lib(tmp_path / "client-lib")
+    blocked = make_client_lib(tmp_path / "blocked")
+    (tmp_path / "indexes").mkdir()
+    default_index_dir(blocked.resolve(), (tmp_path / "indexes").resolve()).write_text("")  # a file in the way
+    config = tmp_path / ".mcp-retrieval.toml"
+    config.write_text(f'roots = ["shop={workspace}", "{blocked}", "client=../not-cloned"]\n')
+    spec = read_config(config)
+    assert list(spec.unavailable) == ["client=../not-cloned"]
+    ws = open_workspace(spec, embedder=HashEmbedder(), persist_sessions=False)
+    try:
+        assert list(ws.engines) == ["shop"]
+        ws.reindex()
+        assert ws.packet("apply_discount").items[0].path == "src/shop/pricing.py"
+        unavailable = ws.status().unavailable
+        assert len(unavailable) == 2 and "not a directory" in unavailable[0] and "cannot open the index" in unavailable[1]
+        with pytest.raises(BadRequest, match="root 'blocked' is not served: cannot open the index"):
+            ws.packet("send_with_backoff", roots=["blocked"])
+        config.write_text(f'roots = ["shop={workspace}", "{lib}", "client=../not-cloned"]\n')
+        ws.reindex()  # the configuration read again: the new root served, the reasons current
+        assert set(ws.engines) == {"shop", "client-lib"} and len(ws.status().unavailable) == 1
+    finally:
+        ws.close()
+    config.write_text('roots = ["../not-cloned", "../nor-this"]\n')
+    with pytest.raises(ValueError, match="no root it lists is a folder here"):
+        read_config(config)
+    config.write_text(f'roots = ["{blocked}"]\n')  # a workspace of one root is refused with the reason
+    monkeypatch.setenv("MCP_RETRIEVAL_INDEX_DIR", str(default_index_dir(blocked.resolve(), (tmp_path / "indexes").resolve())))
+    with pytest.raises(CannotOpen, match="cannot open the index of blocked"):
+        open_workspace(read_config(config), embedder=HashEmbedder(), persist_sessions=False)
