@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 import psutil
 
+from mcp_retrieval.bench import speed_probe
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
 from mcp_retrieval.indexers.memory import limit_malloc_arenas
@@ -119,7 +120,8 @@ def main(argv: list[str]) -> int:
     if args.restarted:
         print(json.dumps(_restarted(cfg, Path(args.queries).read_text().splitlines())))
         return 0
-    report: dict = {"root": str(cfg.root), "embedder": cfg.embedder, "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30)}
+    report: dict = {"root": str(cfg.root), "embedder": cfg.embedder, "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30),
+                    "speed_probe_ms": {"start": speed_probe()}}
     with PeakRSS() as rss_index:
         engine = Engine(cfg)
         t0 = time.perf_counter()
@@ -161,6 +163,7 @@ def main(argv: list[str]) -> int:
     report["after_a_save_ms"] = _after_saves(engine, fresh, 0 if args.code_only else 2)
     report["floor"] = _floor(engine, queries)
     engine.close()
+    report["speed_probe_ms"]["end"] = speed_probe()
     report["restarted"] = _restarted_process(args, work, queries)
     print(json.dumps(report, indent=1))
     return 0
