@@ -26,6 +26,7 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, language_for
 from mcp_retrieval.indexers.listing import exported_repository, git_listing
 from mcp_retrieval.indexers.notebooks import is_notebook, notebook_text
 from mcp_retrieval.indexers.safe_read import read_inside
+from mcp_retrieval.indexers.secrets import holds_credentials, without_private_keys
 
 log = logging.getLogger(__name__)
 DEFAULT_MAX_FILE_BYTES = 1_000_000
@@ -378,6 +379,9 @@ def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_by
     if rules.ignored(rel, is_dir=False):
         stats.skipped["ignored"] += 1
         return None
+    if holds_credentials(rel):  # never opened (`secrets`)
+        stats.skipped["credentials"] += 1
+        return None
     try:
         st = os.lstat(abs_path)  # one call for the usual file; a link is resolved and followed
         if stat.S_ISLNK(st.st_mode):
@@ -428,13 +432,13 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
         text = got.data.decode("utf-16", errors="replace")
         if "\0" in text[:4096] or "\ufffd" in text[:4096]:  # binary data that begins with the mark
             return "binary"
-        return text, file_sha256(got.data)  # the "utf-16" codec reads the mark and drops it
+        return without_private_keys(text), file_sha256(got.data)  # the "utf-16" codec reads the mark and drops it
     if is_binary(got.data[:8192]):
         return "binary"
     if is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
         text = notebook_text(got.data)
-        return (text, file_sha256(got.data)) if text is not None else "unreadable_notebook"
-    return got.data.decode("utf-8-sig", errors="replace"), file_sha256(got.data)
+        return (without_private_keys(text), file_sha256(got.data)) if text is not None else "unreadable_notebook"
+    return without_private_keys(got.data.decode("utf-8-sig", errors="replace")), file_sha256(got.data)
 
 
 def files_on_disk(root: Path, limit: int = 2000) -> int:

@@ -4,6 +4,7 @@ import subprocess
 import pytest
 
 from mcp_retrieval.indexers.walk import WalkStats, read_source, walk
+from mcp_retrieval.workspace import Workspace
 
 
 def test_walk_honours_gitignore_nested_ignores_and_git_exclude(workspace):
@@ -39,6 +40,41 @@ def test_a_byte_order_mark_is_dropped_and_utf16_is_read_as_text(workspace):
     assert read_source(workspace, "bom.py")[0] == "def with_bom():\n    pass\n"
     assert read_source(workspace, "Form.cs")[0] == "class Form1 { void Load() {} }\n"
     assert read_source(workspace, "noise.cs") == "binary"
+
+
+KEY = ("-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+       "QyNTUxOQAAACBexampleexampleexampleexampleexampleexampleAAAA\n-----END OPENSSH PRIVATE KEY-----\n")
+
+
+def test_credentials_are_never_indexed_nor_served_and_a_private_key_loses_its_body(engine, workspace):
+    """A server started in a folder with a `.env`, a deploy key or `~/.ssh` put them in answers."""
+    files = {".env": "DATABASE_URL=postgres://admin:hunter2@db.internal/prod\n",
+             "deploy/.env.production": "DATABASE_URL=postgres://admin:hunter2@db.internal/prod\n",
+             "deploy/tls.pem": KEY, "deploy/server.key": KEY, ".ssh/id_ed25519": KEY, ".aws/credentials": "[default]\n",
+             ".env.example": "DATABASE_URL=postgres://user:password@localhost/dev\n"}
+    for rel, text in files.items():
+        (workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (workspace / rel).write_text(text)
+    stats = WalkStats()
+    paths = {e.path for e in walk(workspace, stats=stats)}
+    assert ".env.example" in paths and not paths & (set(files) - {".env.example"})
+    assert stats.skipped["credentials"] == 6
+    (workspace / "tests").mkdir(exist_ok=True)
+    code = 'def load_test_key():\n    return """' + KEY + '"""\n\n\ndef after_the_key():\n    return 1\n'
+    (workspace / "tests" / "test_keys.py").write_text(code)
+    text, _ = read_source(workspace.resolve(), "tests/test_keys.py")
+    assert "b3BlbnNz" not in text and "(private key not indexed)" in text
+    assert len(text.split("\n")) == len(code.split("\n")) and text.split("\n")[6:] == code.split("\n")[6:]
+    engine.reindex()
+    window = Workspace.single(engine).context("database url password private key load_test_key", budget_tokens=4000).window
+    assert "hunter2" not in window and "b3BlbnNz" not in window and "load_test_key" in window
+    # a key written into an indexed file after indexing: the freshness gate's re-read blanks it too
+    keys = workspace / "src" / "shop" / "keys.py"
+    keys.write_text('def fresh_key():\n    return 1\n')
+    engine.reindex()
+    keys.write_text('def fresh_key():\n    return """' + KEY + '"""\n')
+    window = Workspace.single(engine).context("fresh_key", budget_tokens=2000).window
+    assert "fresh_key" in window and "b3BlbnNz" not in window
 
 
 def test_a_file_that_vanished_is_a_skip_reason(workspace):
