@@ -122,8 +122,25 @@ def read_config(path: Path) -> WorkspaceSpec:
 def resolve_workspace(flags: list[str] | None, cwd: Path | None = None) -> WorkspaceSpec:
     cwd = (cwd or Path.cwd()).resolve()
     if flags:
-        return WorkspaceSpec(unique_names([parse_root(f, cwd) for f in flags]))
+        return _narrow(WorkspaceSpec(unique_names([parse_root(f, cwd) for f in flags])))
     config = find_config(cwd)
     if config is not None:
-        return read_config(config)
-    return WorkspaceSpec([RootSpec(detect_root(cwd).name or "root", detect_root(cwd))], detected=True)
+        return read_config(config)  # a root listed there is meant, even a home folder
+    return _narrow(WorkspaceSpec([RootSpec(detect_root(cwd).name or "root", detect_root(cwd))], detected=True))
+
+
+def _narrow(spec: WorkspaceSpec) -> WorkspaceSpec:
+    """Refuse a root that is the file system's root or the home folder, as `--root .` or the
+    working directory gives it when a host starts servers there (or a home folder kept in git for
+    its dotfiles is the work tree around a project): it would index every document, mail and
+    dependency cache for hours. A `.mcp-retrieval.toml` that lists it is taken as meaning it."""
+    try:
+        home = Path.home().resolve()
+    except (RuntimeError, KeyError):
+        home = None
+    for r in spec.roots:
+        if r.path == Path(r.path.anchor) or r.path == home:
+            what = "the file system's root" if r.path == Path(r.path.anchor) else "your home folder"
+            raise ValueError(f"root {r.path} is {what}; pass --root with a project's absolute path (a host "
+                             f"may start servers there), or list it in a {CONFIG_FILE} to index it anyway")
+    return spec

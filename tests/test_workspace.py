@@ -309,3 +309,22 @@ def test_a_root_that_cannot_be_served_is_named_and_the_others_are_served(workspa
     monkeypatch.setenv("MCP_RETRIEVAL_INDEX_DIR", str(default_index_dir(blocked.resolve(), (tmp_path / "indexes").resolve())))
     with pytest.raises(CannotOpen, match="cannot open the index of blocked"):
         open_workspace(read_config(config), embedder=HashEmbedder(), persist_sessions=False)
+
+
+def test_the_home_folder_or_the_file_systems_root_is_refused_unless_a_configuration_lists_it(tmp_path, monkeypatch):
+    """`--root .` from a host that starts servers in the home folder or in `/` indexed all of it."""
+    import subprocess
+    from pathlib import Path
+
+    home = tmp_path / "home"
+    (home / "project").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    for flags, cwd in (([str(home)], tmp_path), (["."], home), (["/"], tmp_path), (None, Path("/")), (None, home)):
+        with pytest.raises(ValueError, match="is your home folder|is the file system's root"):
+            resolve_workspace(flags, cwd=cwd)
+    assert resolve_workspace(None, cwd=home / "project").roots[0].path == (home / "project").resolve()
+    subprocess.run(["git", "init", "-q", str(home)], check=True)  # dotfiles kept in git: the project is inside its tree
+    with pytest.raises(ValueError, match="is your home folder"):
+        resolve_workspace(None, cwd=home / "project")
+    (home / ".mcp-retrieval.toml").write_text("roots = []\n")  # said in so many words
+    assert resolve_workspace(None, cwd=home / "project").roots[0].path == home.resolve()
