@@ -17,6 +17,8 @@ from urllib.parse import unquote, urlparse
 
 import anyio
 
+from mcp_retrieval.roots import too_wide
+
 log = logging.getLogger("mcp_retrieval")
 
 LIST_TIMEOUT_S = 5.0
@@ -60,6 +62,9 @@ class ClientRoots:
             log.warning("client roots unavailable (%s); keeping %s", type(exc).__name__, ", ".join(self.workspace.engines))
             return
         found = folders([str(r.uri) for r in result.roots])
+        for wide in [f for f in found if too_wide(f)]:
+            log.warning("client root %s is %s: not indexed", wide, too_wide(wide))
+        found = [f for f in found if not too_wide(f)]
         if not found:
             return
         added = await anyio.to_thread.run_sync(self.workspace.adopt, found)

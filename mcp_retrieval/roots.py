@@ -134,13 +134,18 @@ def _narrow(spec: WorkspaceSpec) -> WorkspaceSpec:
     working directory gives it when a host starts servers there (or a home folder kept in git for
     its dotfiles is the work tree around a project): it would index every document, mail and
     dependency cache for hours. A `.mcp-retrieval.toml` that lists it is taken as meaning it."""
-    try:
-        home = Path.home().resolve()
-    except (RuntimeError, KeyError):
-        home = None
     for r in spec.roots:
-        if r.path == Path(r.path.anchor) or r.path == home:
-            what = "the file system's root" if r.path == Path(r.path.anchor) else "your home folder"
+        if (what := too_wide(r.path)) is not None:
             raise ValueError(f"root {r.path} is {what}; pass --root with a project's absolute path (a host "
                              f"may start servers there), or list it in a {CONFIG_FILE} to index it anyway")
     return spec
+
+
+def too_wide(path: Path) -> str | None:
+    """What `path` (resolved) is when it is the file system's root or the home folder, else None."""
+    if path == Path(path.anchor):
+        return "the file system's root"
+    try:
+        return "your home folder" if path == Path.home().resolve() else None
+    except (RuntimeError, KeyError):  # no home folder known
+        return None

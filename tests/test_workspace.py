@@ -157,12 +157,15 @@ def test_started_without_roots_the_server_follows_the_clients_roots_over_stdio(w
     lib = make_client_lib(tmp_path / "client-lib")
     elsewhere = tmp_path / "empty-cwd"
     elsewhere.mkdir()
-    offered = [workspace]
+    home = tmp_path / "home"  # a client that offers the home folder: not indexed (`roots.too_wide`)
+    home.mkdir()
+    offered = [home, workspace]
 
     async def list_roots(context):
         return ListRootsResult(roots=[Root(uri=p.as_uri(), name=p.name) for p in offered])
 
-    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none"}
+    env = {**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none",
+           "HOME": str(home)}
     params = StdioServerParameters(command=sys.executable, env=env, cwd=str(elsewhere),
                                    args=["-m", "mcp_retrieval", "serve", "--no-watch"])
 
