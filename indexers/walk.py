@@ -76,6 +76,11 @@ GENERATED_FILES = frozenset({"package-lock.json", "yarn.lock", "pnpm-lock.yaml",
                              "go.sum", "Gemfile.lock", "composer.lock", "Pipfile.lock", "flake.lock", "bun.lockb"})
 # Checksum lists and detached signatures: never the answer, often full of release names.
 _CHECKSUM_FILE = re.compile(r"(?i)^(sha(1|224|256|384|512)sums?|md5sums?|checksums?)(\.\w+)?$|\.(asc|sig|sha256|sha512|md5)$")
+# What editors and patch tools leave beside a file: backups (`cart.py~`, `#cart.py#`, `.bak`,
+# `.orig`), swap and lock files (`.cart.py.swp`, `.#cart.py`), safe-write temporaries (vim's
+# `4913`, JetBrains' `___jb_tmp___`), a patch's rejects. Each repeats a file's definitions as they
+# were, and the watcher saw them come and go with every save. One the project committed is kept.
+_EDITOR_LEFTOVER = re.compile(r"(~|\.(swp|swo|swn|swx|bak|orig|rej)|___jb_(tmp|old)___)$|^#.*#$|^\.#|^4913$")
 BINARY_SUFFIXES = frozenset({
     ".png", ".jpg", ".jpeg", ".gif", ".bmp", ".ico", ".webp", ".pdf", ".zip", ".gz", ".tgz", ".bz2",
     ".xz", ".7z", ".tar", ".whl", ".so", ".dylib", ".dll", ".exe", ".o", ".a", ".pyc", ".class",
@@ -313,7 +318,7 @@ def _listed(root: Path, max_file_bytes: int, stats: WalkStats, use_git: bool,
             stats.skipped["pruned_dir"] += 1
             continue
         rules.enter_parents(rel)
-        entry = _check_file(root, root / rel, rel, rules, max_file_bytes, stats)
+        entry = _check_file(root, root / rel, rel, rules, max_file_bytes, stats, committed=rel in committed)
         if entry is not None:
             yield entry
 
@@ -364,11 +369,15 @@ def _walk_tree(root: Path, max_file_bytes: int, stats: WalkStats, scope: Scopes 
                 yield entry
 
 
-def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_bytes: int, stats: WalkStats) -> FileEntry | None:
+def _check_file(root: Path, abs_path: Path, rel: str, rules: IgnoreRules, max_bytes: int, stats: WalkStats,
+                committed: bool = False) -> FileEntry | None:
     if not _utf8_path(rel):  # not even opened: an open of it stops the file watcher (`watch`)
         stats.skipped["undecodable_name"] += 1
         return None
     name = abs_path.name
+    if not committed and _EDITOR_LEFTOVER.search(name):
+        stats.skipped["editor_leftover"] += 1
+        return None
     if (name in IGNORE_FILES or name in GENERATED_FILES or name.endswith((".min.js", ".min.css", ".map"))
             or _CHECKSUM_FILE.search(name)):
         stats.skipped["generated"] += 1

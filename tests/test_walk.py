@@ -415,3 +415,23 @@ def test_a_worktree_of_the_roots_own_repository_inside_it_is_not_listed_again(tm
     git("worktree", "add", "-q", ".worktrees/fix")  # untracked, not ignored: git shows `.worktrees/fix/`
     assert {e.path for e in walk(tmp_path)} == {"main.py"}
     assert list(walk(tmp_path, scopes=[".worktrees/fix/main.py"])) == []
+
+
+@pytest.mark.parametrize("use_git", [True, False])
+def test_what_editors_and_patch_tools_leave_beside_a_file_is_not_indexed_unless_committed(tmp_path, use_git):
+    """Backups, swap and lock files, safe-write temporaries and a patch's rejects repeat a file's
+    definitions as they were (`cart.py~` answered beside `cart.py`)."""
+    root = tmp_path / "r"
+    (root / "src").mkdir(parents=True)
+    code = "def total(cart):\n    return sum(cart)\n"
+    leftovers = ["cart.py~", "#cart.py#", ".cart.py.swp", "cart.py.orig", "cart.py.rej", "cart.py.bak",
+                 "cart.py___jb_tmp___", "4913"]
+    for name in ["cart.py", "legacy.c.orig", *leftovers]:
+        (root / "src" / name).write_text(code)
+    if use_git:
+        subprocess.run(["git", "init", "-q", str(root)], check=True)
+        subprocess.run(["git", "-C", str(root), "add", "src/legacy.c.orig"], check=True)  # the project's own
+    stats = WalkStats()
+    assert {e.path for e in walk(root, stats=stats, use_git=use_git)} == \
+        {"src/cart.py"} | ({"src/legacy.c.orig"} if use_git else set())
+    assert stats.skipped["editor_leftover"] == len(leftovers) + (0 if use_git else 1)
