@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
+import re
 from collections.abc import Sequence
+from itertools import chain
 from importlib import resources
 from pathlib import Path
 
@@ -67,6 +70,45 @@ def tokenize_batch(texts: Sequence[str], tokenizer=None) -> list[list[int]]:
     return [e.ids[:MAX_TOKENS] for e in encodings]
 
 
+# Where a BERT tokenizer always splits: ASCII whitespace between pieces, and each ASCII punctuation
+# character a piece of its own. Nothing of its normalisation (lower case, accents, control
+# characters, CJK spacing) or of `split_identifiers` reaches across such a point.
+_PIECE = re.compile(r"[!-/:-@\[-`{-~]|[^ \t\n\r!-/:-@\[-`{-~]+")
+
+
+class PieceTokenizer:
+    """`tokenize_batch`'s ids, each distinct piece tokenized once: a text's tokens under a BERT
+    tokenizer are its pieces' tokens in order, and code repeats its pieces (sympy's 40,748 chunks
+    hold 88,702 distinct ones), so a bulk pass asks the tokenizer for a fraction of the text
+    (sympy: 8.4 s against 22 s, the same ids for every chunk; docs/BENCHMARKS.md 71b). A tokenizer
+    that does not split that way (a candidate table's own) is asked for whole texts."""
+
+    MAX_PIECES = 200_000  # remembered pieces (~25 MB); the memory is emptied when full and by `forget`
+
+    def __init__(self, tokenizer):
+        self.tokenizer = tokenizer
+        config = json.loads(tokenizer.to_str())
+        self.by_piece = ((config.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
+                         and (config.get("normalizer") or {}).get("type") == "BertNormalizer")
+        self.pieces: dict[str, list[int]] = {}
+
+    def __call__(self, texts: Sequence[str]) -> list[list[int]]:
+        if not self.by_piece:
+            return tokenize_batch(texts, self.tokenizer)
+        split = [_PIECE.findall(t) for t in texts]
+        if len(self.pieces) > self.MAX_PIECES:
+            self.pieces.clear()
+        new = list(set().union(*split).difference(self.pieces))
+        if new:
+            encodings = self.tokenizer.encode_batch_fast([split_identifiers(p) for p in new], add_special_tokens=False)
+            self.pieces.update(zip(new, (e.ids for e in encodings)))
+        ids_of = self.pieces.__getitem__
+        return [list(chain.from_iterable(map(ids_of, pieces)))[:MAX_TOKENS] for pieces in split]
+
+    def forget(self) -> None:
+        self.pieces = {}
+
+
 class StaticEmbedder:
     model_id = MODEL_ID
     # chunks a bulk pass embeds and writes at once: the table is fast, so per-batch costs (a
@@ -104,11 +146,12 @@ class StaticEmbedder:
             raise ModelUnavailable(f"static embedding table has shape {self.table.shape}; the tokenizer "
                                    f"needs a row for each of its {vocabulary} tokens")
         self.dim = self.table.shape[1]
+        self.tokenize = PieceTokenizer(self.tokenizer)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         # row by row: a batch's gather at once held ~230 MB and ran 5x slower
-        for row, ids in enumerate(tokenize_batch(texts, self.tokenizer)):
+        for row, ids in enumerate(self.tokenize(texts)):
             if ids:
                 out[row] = self.table[ids].mean(axis=0)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
@@ -118,4 +161,5 @@ class StaticEmbedder:
         """Nothing is cached per question (the MiniLM embedder's interface)."""
 
     def release(self) -> None:
-        """Nothing to release: the table is the model."""
+        """The bulk pass is done: the pieces it remembered go (the table is the model)."""
+        self.tokenize.forget()

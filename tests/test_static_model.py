@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.indexers import static
@@ -129,3 +130,27 @@ def test_a_long_pasted_issue_is_fused_by_its_titles_vector_not_its_whole_texts(w
                    for c in whole)
     finally:
         engine.close()
+
+
+TRICKY = ["def getHTTPResponse(parse_url, x__y): return a.B+c_D", "café Ünïcode naïve ÉCOLE", "中文字符 mixed草w",
+          "tab\tnew\nline\r\ncr", "ctrl\x0cfeed\x1cfs\x85nel\u2028ls\u3000ideo\u00a0nbsp", "emoji 🚀launch ✓done",
+          "x" * 150 + "Y" * 30, "__init__ ___ _ a_ _b", "fooBar.bazQux(zapZip)", "HTTPServer2XML", "", "   ",
+          "'\\n' + '-'*70 % (a, b)"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80) |
+                st.sampled_from(TRICKY), min_size=1, max_size=6).map(" ".join))
+def test_pieces_are_tokenized_as_the_whole_text_would_be(text):
+    """`PieceTokenizer` reads each distinct piece once: its ids must be the whole text's, always."""
+    tokenizer = static._tokenizer()
+    assert static.PieceTokenizer(tokenizer)([text, *TRICKY]) == static.tokenize_batch([text, *TRICKY], tokenizer)
+
+
+def test_the_shipped_table_reads_by_pieces_and_forgets_them_after_a_bulk_pass():
+    embedder = static.StaticEmbedder()
+    assert embedder.tokenize.by_piece
+    before = embedder.embed(TRICKY)
+    assert embedder.tokenize.pieces
+    embedder.release()
+    assert not embedder.tokenize.pieces and np.array_equal(embedder.embed(TRICKY), before)
