@@ -92,8 +92,10 @@ class PieceTokenizer:
                          and (config.get("normalizer") or {}).get("type") == "BertNormalizer")
         self.pieces: dict[str, list[int]] = {}
 
+    BULK = 64  # fewer texts (a question and its parts) are tokenized whole: nothing to reuse
+
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
-        if not self.by_piece:
+        if not self.by_piece or len(texts) < self.BULK:
             return tokenize_batch(texts, self.tokenizer)
         split = [_PIECE.findall(t) for t in texts]
         if len(self.pieces) > self.MAX_PIECES:
