@@ -135,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
             status = workspace.status()
             print(status.model_dump_json(indent=1) if args.json else
                   f"{status.state}: {status.files} files, {status.chunks} chunks, "
-                  f"{status.vectors_pending} vectors pending, updated {status.last_updated}")
+                  f"{status.vectors_pending} vectors pending, updated {status.last_updated}"
+                  + "".join(f"\nnot served: {line}" for line in status.unavailable or []))
         else:
             for engine in workspace.engines.values():
                 _bring_up_to_date(engine)

@@ -53,14 +53,20 @@ class WorkspaceSpec:
     unavailable: dict[str, str] = field(default_factory=dict)  # a listed root left out -> why
 
 
-def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
+def _split_root(text: str) -> tuple[str | None, str]:
+    """`NAME=DIR` -> (NAME, DIR); a plain `DIR` (even one holding `=`) -> (None, DIR)."""
     name, sep, path = text.partition("=")
     if not sep or "/" in name or not name.strip():
-        name, path = None, text
+        return None, text
+    return name.strip(), path
+
+
+def parse_root(text: str, base: Path) -> tuple[str | None, Path]:
+    name, path = _split_root(text)
     resolved = (base / Path(path).expanduser()).resolve()
     if not resolved.is_dir():
         raise ValueError(f"root {resolved} is not a directory; pass --root DIR (or NAME=DIR) of an existing folder")
-    return (name.strip() if name else None), resolved
+    return name, resolved
 
 
 def unique_names(pairs: list[tuple[str | None, Path]]) -> list[RootSpec]:
@@ -109,8 +115,9 @@ def read_config(path: Path) -> WorkspaceSpec:
     for text in raw:
         try:
             pairs.append(parse_root(text, path.parent))
-        except ValueError as exc:
-            unavailable[text] = str(exc).split(";")[0]  # the advice after it is for a typed --root
+        except ValueError as exc:  # named as it would be served: `client`, or the folder's name
+            name, folder = _split_root(text)
+            unavailable[name or Path(folder).name or text] = str(exc).split(";")[0]  # the advice after it is for a typed --root
     if raw and not pairs:
         raise ValueError(f"{path}: no root it lists is a folder here ({next(iter(unavailable.values()))})")
     for text, why in unavailable.items():

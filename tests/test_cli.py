@@ -139,3 +139,12 @@ def test_a_question_from_the_shell_does_not_load_the_mcp_sdk(workspace, tmp_path
                        text=True, env=env, timeout=300)
     assert "server/main.go" in r.stdout, r.stderr
     assert r.stdout.rstrip().endswith("SDK NOT LOADED"), r.stdout
+
+
+def test_status_names_a_configured_root_that_is_not_served(workspace, tmp_path):
+    (tmp_path / ".mcp-retrieval.toml").write_text(f'roots = ["{workspace}", "client=../not-cloned"]\n')
+    r = subprocess.run([sys.executable, "-m", "mcp_retrieval", "status"], capture_output=True, text=True, cwd=tmp_path,
+                       env={"MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache"), "MCP_RETRIEVAL_EMBEDDER": "none",
+                            "PATH": "/usr/bin:/bin", "XDG_CACHE_HOME": str(tmp_path / "xdg")}, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "not served: client: root " in r.stdout and "not-cloned is not a directory" in r.stdout

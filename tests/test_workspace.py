@@ -290,7 +290,7 @@ def test_a_root_that_cannot_be_served_is_named_and_the_others_are_served(workspa
     config = tmp_path / ".mcp-retrieval.toml"
     config.write_text(f'roots = ["shop={workspace}", "{blocked}", "client=../not-cloned"]\n')
     spec = read_config(config)
-    assert list(spec.unavailable) == ["client=../not-cloned"]
+    assert list(spec.unavailable) == ["client"]
     ws = open_workspace(spec, embedder=HashEmbedder(), persist_sessions=False)
     try:
         assert list(ws.engines) == ["shop"]
@@ -300,6 +300,8 @@ def test_a_root_that_cannot_be_served_is_named_and_the_others_are_served(workspa
         assert len(unavailable) == 2 and "not a directory" in unavailable[0] and "cannot open the index" in unavailable[1]
         with pytest.raises(BadRequest, match="root 'blocked' is not served: cannot open the index"):
             ws.packet("send_with_backoff", roots=["blocked"])
+        with pytest.raises(BadRequest, match="root 'client' is not served: root .*not-cloned is not a directory"):
+            ws.context("send_with_backoff", roots=["client"])
         config.write_text(f'roots = ["shop={workspace}", "{lib}", "client=../not-cloned"]\n')
         ws.reindex()  # the configuration read again: the new root served, the reasons current
         assert set(ws.engines) == {"shop", "client-lib"} and len(ws.status().unavailable) == 1
