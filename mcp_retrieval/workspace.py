@@ -112,16 +112,9 @@ class Workspace:
         """Each root to serve: None if it is open at that folder, else its new Engine. One that
         cannot be opened is left out (a dropped root is closed by `_apply`) and named in `unavailable`."""
         open_paths = {e.name: e.config.root for e in self.engines.values()}
-        wanted: dict[str, Engine | None] = {}
-        for r in root_specs:
-            if open_paths.get(r.name) == r.path:
-                wanted[r.name] = None
-                continue
-            try:
-                wanted[r.name] = self.open_root(r, settings)
-            except CannotOpen as exc:
-                self.unavailable[r.name] = str(exc)
-                log.warning("root %s is not served: %s", r.name, exc)
+        wanted, failed = open_roots(root_specs, lambda r: self.open_root(r, settings),
+                                    is_open=lambda r: open_paths.get(r.name) == r.path)
+        self.unavailable.update(failed)
         return wanted
 
     def _apply(self, wanted: dict[str, Engine | None]) -> list[str]:
@@ -553,6 +546,24 @@ class CannotOpen(ValueError):
     created or opened (a read-only place, a file in the way); the message says what to change."""
 
 
+def open_roots(root_specs, open_one: Callable[[object], Engine], is_open: Callable[[object], bool] = lambda r: False
+               ) -> tuple[dict[str, Engine | None], dict[str, str]]:
+    """({name: its new Engine, or None when `is_open`}, {name: why it cannot be opened}): one root
+    that cannot be opened is left out with a warning, so the others are served."""
+    opened: dict[str, Engine | None] = {}
+    failed: dict[str, str] = {}
+    for r in root_specs:
+        if is_open(r):
+            opened[r.name] = None
+            continue
+        try:
+            opened[r.name] = open_one(r)
+        except CannotOpen as exc:
+            failed[r.name] = str(exc)
+            log.warning("root %s is not served: %s", r.name, exc)
+    return opened, failed
+
+
 def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull_from: str | None = None,
                    **overrides) -> Workspace:
     """Engines for a `roots.WorkspaceSpec` (each root its own index directory; `index_dir` only for
@@ -588,8 +599,9 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             outcome = pull(pull_from, config.root, config.index_dir,
                            EmbeddingCache(config.cache_dir / "embeddings.sqlite"))
             log.warning("%s: %s", root_spec.name, outcome)
+        nonlocal embedder
         try:
-            return Engine(config, embedder=embedder, name=root_spec.name)
+            engine = Engine(config, embedder=embedder, name=root_spec.name)
         except (OSError, sqlite3.Error, ValueError) as exc:  # say which folder and why, not a traceback
             if isinstance(exc, OSError) and exc.filename:
                 cause = f"{exc.strerror or exc}: {exc.filename}"
@@ -598,22 +610,17 @@ def open_workspace(spec, *, index_dir: Path | None = None, embedder="auto", pull
             raise CannotOpen(f"cannot open the index of {root_spec.name} at {config.index_dir} ({cause}); "
                                 "free space there, or point --index-dir or MCP_RETRIEVAL_INDEX_DIR (and "
                                 "MCP_RETRIEVAL_CACHE_DIR) at a folder you can write") from exc
+        if embedder == "auto":
+            embedder = engine.embedder  # one model in memory for every root, added later ones too
+        return engine
 
     # With several roots, one that cannot be opened is left out with a warning and the others are
     # served; a workspace of one root, or of none that opens, is refused with the reason.
-    engines: list[Engine] = []
-    unavailable = dict(spec.unavailable)
-    for root_spec in spec.roots:
-        try:
-            engines.append(engine_for(root_spec, spec.settings))
-        except CannotOpen as exc:
-            if started_alone:
-                raise
-            unavailable[root_spec.name] = str(exc)
-            log.warning("root %s is not served: %s", root_spec.name, exc)
-            continue
-        if embedder == "auto":
-            embedder = engines[0].embedder  # one model in memory for every root, added later ones too
+    if started_alone:
+        engines, unavailable = [engine_for(spec.roots[0], spec.settings)], dict(spec.unavailable)
+    else:
+        opened, failed = open_roots(spec.roots, lambda r: engine_for(r, spec.settings))
+        engines, unavailable = list(opened.values()), {**spec.unavailable, **failed}
     if not engines:
         raise CannotOpen(next(iter(unavailable.values())) if len(unavailable) == 1 else
                          "no root can be opened: " + "; ".join(f"{n}: {why}" for n, why in unavailable.items()))
