@@ -146,7 +146,7 @@ class CodeGraph:
                     if t != s:
                         sources.append(s), targets_.append(t), codes.append(code)
                 if imports and not targets and not target.startswith((".", "/")):
-                    external.append((s, target))
+                    external.append((s, target.partition("=")[0]))  # what it imports, not the name bound
         types = tuple(sorted(found_types))
         renumber = np.array([types.index(typ) for typ in found_types] or [0], dtype=np.int64)
         src, dst = np.frombuffer(sources, dtype=np.int64), np.frombuffer(targets_, dtype=np.int64)
@@ -393,6 +393,12 @@ class _Resolver:
 
     def _import(self, path: str, target: str) -> list[int]:
         spec, _, alias = target.partition("=")
+        if alias and path.endswith(_JS_EXTS):
+            # a name an ES import binds (`import { join } from 'path'`): the plain edge beside it is
+            # the import; this one says only whether calls of the name go to a library
+            if all(self.nodes[f].path == path for f in self._import(path, spec)):  # `stream.ts` imports 'stream'
+                self._library(path, spec, alias)
+            return []
         if _PATH_SHAPED.search(spec) or path.endswith(FILE_CONVENTION_SOURCES):
             # `./util`, `crate::a::b`, `App\\Util\\Money`, `util/helper`, `x.h`; Elixir modules, Zig files
             # module_paths never climbs above the root, whose `..` would read as a Python relative import
@@ -428,10 +434,18 @@ class _Resolver:
         """Note the local name an import the workspace does not resolve binds, when it surely is a
         library's: a Python absolute import (`import re`, `from os.path import join`), or a Go
         standard package (`fmt`, `net/http`: no dot in its first element, unlike a module path,
-        and no workspace folder of its name, as a package of a dotless module would have)."""
+        and no workspace folder of its name, as a package of a dotless module would have), or a name
+        a JavaScript or TypeScript file imports from a package (`fs`, `node:path`, `@scope/pkg/sub`;
+        not a bundler's alias such as `@/lib` or `~/lib`) the workspace holds no folder of (a
+        monorepo's `@trpc/server` is its `server` folder: its calls still link by name)."""
         if path.endswith(".py") and not spec.startswith("."):
             self.outside[path].add(alias or name or spec.split(".")[0])
         elif path.endswith(".go") and "." not in spec.split("/")[0]:
             package = spec.rstrip("/").rsplit("/", 1)[-1]
             if package not in self.folders:
                 self.outside[path].add(alias or package)
+        elif alias and path.endswith(_JS_EXTS) and not spec.startswith((".", "/", "~", "#", "@/")):
+            parts = spec.removeprefix("node:").split("/")
+            package = parts[1] if spec.startswith("@") and len(parts) > 1 else parts[0]
+            if package not in self.folders:
+                self.outside[path].add(alias)

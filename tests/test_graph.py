@@ -139,6 +139,26 @@ def test_a_call_into_a_library_the_file_imports_is_no_call_of_a_workspace_namesa
     assert "src/shop/parse.py::where" not in ids(engine.query_graph("src/shop/routes.py::join", relation="callers"))
 
 
+def test_a_javascript_call_into_an_imported_package_is_no_call_of_a_workspace_namesake(engine, workspace):
+    """`Readable.from(...)` after `import {Readable} from 'stream'`, `v.object(...)` after `import *
+    as v from 'valibot'` call the package; a monorepo's own package (`@shop/core`, its `core`
+    folder) and a relative import still link by name (axios lost 11 such edges, zod 29: all library calls)."""
+    (workspace / "core").mkdir()
+    (workspace / "core" / "schemas.ts").write_text(
+        "export function object(shape) { return shape; }\nexport class Headers { static from(x) { return x; } }\n")
+    (workspace / "web" / "stream.ts").write_text(
+        "import { Readable } from 'stream';\nimport * as v from 'valibot';\nimport { Headers } from './headers';\n\n"
+        "export function pipe(x) { return Readable.from(x); }\nexport function schema() { return v.object({}); }\n"
+        "export function headers(x) { return Headers.from(x); }\n")
+    (workspace / "web" / "own.ts").write_text(
+        "import { object } from '@shop/core';\n\nexport function own() { return object({}); }\n")
+    engine.reindex()
+    object_callers = ids(engine.query_graph("core/schemas.ts::object", relation="callers"))
+    assert "web/stream.ts::schema" not in object_callers and "web/own.ts::own" in object_callers
+    from_callers = ids(engine.query_graph("core/schemas.ts::Headers.from", relation="callers"))
+    assert "web/stream.ts::pipe" not in from_callers and "web/stream.ts::headers" in from_callers
+
+
 def test_a_go_call_into_the_standard_library_is_no_call_of_a_workspace_namesake(engine, workspace):
     (workspace / "mw").mkdir()
     (workspace / "mw" / "chain.go").write_text(

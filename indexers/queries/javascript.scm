@@ -2,4 +2,8 @@
 (call_expression function: (member_expression object: (_) @call.object property: (property_identifier) @call.attr))
 (new_expression constructor: (identifier) @call)
 (import_statement source: (string) @import)
+(import_statement (import_clause (identifier) @import.alias) source: (string) @import)
+(import_statement (import_clause (namespace_import (identifier) @import.alias)) source: (string) @import)
+(import_statement (import_clause (named_imports (import_specifier alias: (identifier) @import.alias))) source: (string) @import)
+(import_statement (import_clause (named_imports (import_specifier name: (identifier) @import.alias !alias))) source: (string) @import)
 (class_heritage (identifier) @inherit)
