@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -84,15 +83,15 @@ class PieceTokenizer:
     that does not split that way (a candidate table's own) is asked for whole texts."""
 
     MAX_PIECES = 200_000  # remembered pieces (~25 MB); the memory is emptied when full and by `forget`
+    BULK = 64  # fewer texts (a question and its parts) are tokenized whole: nothing to reuse
 
     def __init__(self, tokenizer):
-        self.tokenizer = tokenizer
-        config = json.loads(tokenizer.to_str())
-        self.by_piece = ((config.get("pre_tokenizer") or {}).get("type") == "BertPreTokenizer"
-                         and (config.get("normalizer") or {}).get("type") == "BertNormalizer")
-        self.pieces: dict[str, list[int]] = {}
+        from tokenizers import normalizers, pre_tokenizers
 
-    BULK = 64  # fewer texts (a question and its parts) are tokenized whole: nothing to reuse
+        self.tokenizer = tokenizer
+        self.by_piece = (isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+                         and isinstance(tokenizer.normalizer, normalizers.BertNormalizer))
+        self.pieces: dict[str, list[int]] = {}
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         if not self.by_piece or len(texts) < self.BULK:

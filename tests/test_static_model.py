@@ -155,3 +155,11 @@ def test_the_shipped_table_reads_by_pieces_and_forgets_them_after_a_bulk_pass():
     assert embedder.tokenize.pieces
     embedder.release()
     assert not embedder.tokenize.pieces and np.array_equal(embedder.embed(TRICKY * 5), before)
+
+
+def test_a_tokenizer_that_is_not_berts_is_asked_for_whole_texts():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    other = Tokenizer(models.WordLevel({"[UNK]": 0, "a": 1}, unk_token="[UNK]"))
+    other.pre_tokenizer = pre_tokenizers.Metaspace()  # spaces belong to the tokens: pieces would differ
+    assert not static.PieceTokenizer(other).by_piece and static.PieceTokenizer(static._tokenizer()).by_piece
