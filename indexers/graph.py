@@ -196,19 +196,18 @@ class CodeGraph:
     def _files_by_module(self) -> dict[str, list[int]]:
         """A module's plain name (the last part of `module_name`) -> its files: `parser` ->
         `src/parser.rs`, `src/parser/mod.rs`; a package's entry file by its folder's name."""
-        found: dict[str, list[int]] = {}
-        for i, n in enumerate(self.nodes):
-            if n.kind == "file":
-                found.setdefault(module_name(n.path).rsplit(".", 1)[-1], []).append(i)
-        return found
+        return self._files_keyed(lambda path: module_name(path).rsplit(".", 1)[-1])
 
     @functools.cached_property
     def _files_by_name(self) -> dict[str, list[int]]:
         """A file's name (`net.py`) -> the files of that name."""
+        return self._files_keyed(lambda path: path.rsplit("/", 1)[-1])
+
+    def _files_keyed(self, key) -> dict[str, list[int]]:
         found: dict[str, list[int]] = {}
         for i, n in enumerate(self.nodes):
             if n.kind == "file":
-                found.setdefault(n.path.rsplit("/", 1)[-1], []).append(i)
+                found.setdefault(key(n.path), []).append(i)
         return found
 
     # --- lookup -------------------------------------------------------------------------
