@@ -61,10 +61,11 @@ class ClientRoots:
         except Exception as exc:
             log.warning("client roots unavailable (%s); keeping %s", type(exc).__name__, ", ".join(self.workspace.engines))
             return
-        found = folders([str(r.uri) for r in result.roots])
-        for wide in [f for f in found if too_wide(f)]:
-            log.warning("client root %s is %s: not indexed", wide, too_wide(wide))
-        found = [f for f in found if not too_wide(f)]
+        wide = {f: too_wide(f) for f in folders([str(r.uri) for r in result.roots])}
+        for folder, what in wide.items():
+            if what:
+                log.warning("client root %s is %s: not indexed", folder, what)
+        found = [f for f, what in wide.items() if not what]
         if not found:
             return
         added = await anyio.to_thread.run_sync(self.workspace.adopt, found)
