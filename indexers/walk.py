@@ -438,16 +438,18 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
     if isinstance(got, str):
         return got
     if got.data.startswith(_UTF16_MARKS):
-        text = got.data.decode("utf-16", errors="replace")
+        text = got.data.decode("utf-16", errors="replace")  # the "utf-16" codec reads the mark and drops it
         if "\0" in text[:4096] or "\ufffd" in text[:4096]:  # binary data that begins with the mark
             return "binary"
-        return without_private_keys(text), file_sha256(got.data)  # the "utf-16" codec reads the mark and drops it
-    if is_binary(got.data[:8192]):
+    elif is_binary(got.data[:8192]):
         return "binary"
-    if is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
+    elif is_notebook(rel):  # its cells as a script: outputs and metadata are never the answer
         text = notebook_text(got.data)
-        return (without_private_keys(text), file_sha256(got.data)) if text is not None else "unreadable_notebook"
-    return without_private_keys(got.data.decode("utf-8-sig", errors="replace")), file_sha256(got.data)
+        if text is None:
+            return "unreadable_notebook"
+    else:
+        text = got.data.decode("utf-8-sig", errors="replace")
+    return without_private_keys(text), file_sha256(got.data)
 
 
 def files_on_disk(root: Path, limit: int = 2000) -> int:
