@@ -19,21 +19,21 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
-from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk, chunk_file, parse
+from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
-from mcp_retrieval.indexers.languages import is_code_path, language_of, looks_generated
+from mcp_retrieval.indexers.languages import is_code_path
 from mcp_retrieval.indexers.lexical import ANALYZER_VERSION
 from mcp_retrieval.indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.prepare import prepared
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
-from mcp_retrieval.indexers.symbols import extract
 from mcp_retrieval.indexers.tokens import budget_counts
-from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, read_source, scopes_of, suspiciously_small,
+from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, scopes_of, suspiciously_small,
                                          walk)
 
 if TYPE_CHECKING:
@@ -205,42 +205,35 @@ class Indexer:
         if removed:
             self._flush([], removed, result, timings)
             result.files_removed = len(removed)
-        for n, entry in enumerate(candidates, 1):
-            if should_stop is not None and should_stop():
-                break
-            t0 = time.perf_counter()
-            source = read_source(self.root, entry.path, self.max_file_bytes)
-            if isinstance(source, str):  # vanished, unreadable or binary since the walk
-                skipped[source] += 1
-                if entry.path in manifest:
-                    self._flush([], [entry.path], result, timings)
-                    result.files_removed += 1
-                continue
-            text, sha = source
-            record = FileRecord(entry.path, entry.size, entry.mtime_ns, sha)
-            old = manifest.get(entry.path)
-            if old is not None and old.sha256 == sha:  # touched, not changed
-                touched.append(record)
-                continue
-            language = language_of(entry.path, text)
-            tree = parse(text, language)
-            chunks = chunk_file(entry.path, text, language, tree)
-            if chunks and looks_generated(text):
-                chunks = [replace(c, generated=True) for c in chunks]
-            timings["parse_chunk"] += _ms(t0)
-            t0 = time.perf_counter()
-            graph = extract(entry.path, language, tree) if tree is not None else None
-            timings["graph"] += _ms(t0)
-            # the tokenizer (Rust, no GIL) counts this file's chunks on the second core while the
-            # next files are parsed; `_flush` collects the counts
-            counting[entry.path] = _COUNTER.submit(budget_counts, [c.text for c in chunks])
-            batch.append((record, language, chunks, graph))
-            result.files_changed += 1
-            if len(batch) >= BATCH_FILES:
-                self._flush(batch, [], result, timings, counting)
-                batch = []
-            if progress:
-                progress("lexical", n, total)
+        outcomes = prepared(self.root, candidates, self.max_file_bytes,
+                            lambda path: old.sha256 if (old := manifest.get(path)) else None)
+        try:
+            for n, (entry, outcome) in enumerate(outcomes, 1):
+                if should_stop is not None and should_stop():
+                    break
+                if isinstance(outcome, str):  # vanished, unreadable or binary since the walk
+                    skipped[outcome] += 1
+                    if entry.path in manifest:
+                        self._flush([], [entry.path], result, timings)
+                        result.files_removed += 1
+                    continue
+                if isinstance(outcome, FileRecord):  # touched, not changed
+                    touched.append(outcome)
+                    continue
+                timings["parse_chunk"] += outcome.parse_ms
+                timings["graph"] += outcome.graph_ms
+                # the tokenizer (Rust, no GIL) counts this file's chunks while the next files are
+                # prepared; `_flush` collects the counts
+                counting[entry.path] = _COUNTER.submit(budget_counts, [c.text for c in outcome.chunks])
+                batch.append((outcome.record, outcome.language, outcome.chunks, outcome.graph))
+                result.files_changed += 1
+                if len(batch) >= BATCH_FILES:
+                    self._flush(batch, [], result, timings, counting)
+                    batch = []
+                if progress:
+                    progress("lexical", n, total)
+        finally:
+            outcomes.close()  # a stop asked for: the workers end here
         self._flush(batch, [], result, timings, counting)
         if touched:
             self.store.touch_files(touched)

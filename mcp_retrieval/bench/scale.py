@@ -29,6 +29,7 @@ from mcp_retrieval.bench import speed_probe
 from mcp_retrieval.indexers.store import PRIORITY_LAST
 from mcp_retrieval.config import Config
 from mcp_retrieval.indexers.memory import limit_malloc_arenas
+from mcp_retrieval.indexers.prepare import pool_workers
 from mcp_retrieval.engine import Engine
 from mcp_retrieval.workspace import Workspace
 
@@ -78,6 +79,39 @@ class PeakRSS:
         self._thread.join()
 
 
+class TreeRSS:
+    """The peak resident memory of this process and its children (the sync's worker processes,
+    `indexers.prepare`) together, and of the children alone, sampled every 100 ms by a thread
+    (`peak`, `children_peak`, MiB). Not the kernel's figure for children: a child forked from a
+    big parent carries the parent's high-water mark past exec."""
+
+    def __init__(self) -> None:
+        self.peak = self.children_peak = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        me = psutil.Process()
+        while not self._stop.is_set():
+            children = 0
+            for child in me.children():
+                try:
+                    children += child.memory_info().rss
+                except psutil.Error:  # ended between the listing and the reading
+                    pass
+            self.children_peak = max(self.children_peak, children / 2**20)
+            self.peak = max(self.peak, (me.memory_info().rss + children) / 2**20)
+            time.sleep(0.1)
+
+    def __enter__(self) -> "TreeRSS":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 def percentiles(values: list[float]) -> dict[str, float]:
     v = sorted(values)
     return {"p50": round(statistics.median(v), 1), "p95": round(v[min(len(v) - 1, int(0.95 * (len(v) - 1) + 0.5))], 1),
@@ -122,7 +156,7 @@ def main(argv: list[str]) -> int:
         return 0
     report: dict = {"root": str(cfg.root), "embedder": cfg.embedder, "warm_embedding_cache": bool(args.cache_dir), "code_only": args.code_only, "cpus": psutil.cpu_count(), "ram_gib": round(psutil.virtual_memory().total / 2**30),
                     "speed_probe_ms": {"start": speed_probe()}}
-    with PeakRSS() as rss_index:
+    with PeakRSS() as rss_index, TreeRSS() as rss_tree:
         engine = Engine(cfg)
         t0 = time.perf_counter()
         sync = engine.indexer.sync()
@@ -139,7 +173,9 @@ def main(argv: list[str]) -> int:
                        "phases_ms": {k: round(v) for k, v in sync.timings_ms.items()},
                        "embed_s": round(embed_s, 1), "embedded": embedded, "reused": reused,
                        "embed_chunks_per_s": round(embedded / embed_s, 1) if embedded else None,
-                       "total_s": round(lexical_s + embed_s, 1), "peak_rss_mib": round(rss_index.peak)}
+                       "total_s": round(lexical_s + embed_s, 1), "peak_rss_mib": round(rss_index.peak),
+                       "workers": pool_workers(sync.files_changed), "workers_peak_rss_mib": round(rss_tree.children_peak),
+                       "peak_rss_with_workers_mib": round(rss_tree.peak)}
     t = time.perf_counter()
     engine.graph(wait=True)
     report["index"]["graph_load_s"] = round(time.perf_counter() - t, 2)

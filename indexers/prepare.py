@@ -1,0 +1,219 @@
+"""One file from its bytes to chunks and code-graph facts: the part of a sync that needs no index.
+
+A big sync runs it in worker processes, so that parsing (tree-sitter holds the GIL: two threads
+parsed slower than one) uses every core while the indexer writes the previous files; a few
+files (a save, a checkout of a branch) are prepared in-process, where starting workers would
+cost more than it saves. Both paths call `prepare`, so their results are the same.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import time
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from mcp_retrieval.indexers.chunk import Chunk, chunk_file, parse
+from mcp_retrieval.indexers.languages import language_of, looks_generated
+from mcp_retrieval.indexers.store import FileRecord
+from mcp_retrieval.indexers.symbols import FileGraph, extract
+from mcp_retrieval.indexers.walk import FileEntry, read_source
+
+log = logging.getLogger(__name__)
+# A sync of fewer files is prepared in-process: a worker takes ~0.2 s to start and import.
+POOL_MIN_FILES = 256
+POOL_MAX_WORKERS = 4  # each holds ~40-60 MB; more would not keep up with the one writer
+TASK_FILES = 8  # files sent to a worker at once (fewer round trips)
+IN_FLIGHT_TASKS = 4  # per worker: bounds the results waiting for the writer (memory)
+
+
+@dataclass
+class Prepared:
+    record: FileRecord
+    language: str
+    chunks: list[Chunk]
+    graph: FileGraph | None
+    parse_ms: float  # read, parse and chunk
+    graph_ms: float
+
+
+Outcome = Prepared | FileRecord | str  # chunked | touched, not changed (the new stat) | a skip reason
+
+
+def prepare(root: Path, entry: FileEntry, max_bytes: int, old_sha: str | None) -> Outcome:
+    """Read, parse, chunk and extract one file. `old_sha`: the indexed content's hash, if any
+    (equal content comes back as the touched file's record, not re-chunked)."""
+    t0 = time.perf_counter()
+    source = read_source(root, entry.path, max_bytes)
+    if isinstance(source, str):  # vanished, unreadable or binary since the walk
+        return source
+    text, sha = source
+    record = FileRecord(entry.path, entry.size, entry.mtime_ns, sha)
+    if old_sha == sha:
+        return record
+    language = language_of(entry.path, text)
+    tree = parse(text, language)
+    chunks = chunk_file(entry.path, text, language, tree)
+    if chunks and looks_generated(text):
+        chunks = [replace(c, generated=True) for c in chunks]
+    parse_ms = _ms(t0)
+    t0 = time.perf_counter()
+    graph = extract(entry.path, language, tree) if tree is not None else None
+    return Prepared(record, language, chunks, graph, parse_ms, _ms(t0))
+
+
+def _prepare_many(root: Path, entries: Sequence[FileEntry], max_bytes: int,
+                  old_shas: Sequence[str | None]) -> list[Outcome]:
+    return [prepare(root, e, max_bytes, s) for e, s in zip(entries, old_shas)]
+
+
+def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: Callable[[str], str | None],
+             *, workers: int | None = None) -> Iterator[tuple[FileEntry, Outcome]]:
+    """Each entry with its outcome, in the entries' order. The caller may stop iterating at any
+    time (a stop asked for): the workers end with the generator. A worker that cannot start or
+    dies hands its files back to this process, which prepares the rest itself."""
+    workers = pool_workers(len(entries)) if workers is None else workers
+    pool = _Pool(workers) if workers else None
+    waiting: deque[tuple[Sequence[FileEntry], Future | None]] = deque()
+    todo = (entries[i:i + TASK_FILES] for i in range(0, len(entries), TASK_FILES))
+
+    def submit() -> None:
+        if (task := next(todo, None)) is not None:
+            args = (root, task, max_bytes, [old_sha(e.path) for e in task])
+            waiting.append((task, pool.submit(args) if pool is not None else None))
+
+    try:
+        for _ in range(max(1, workers) * IN_FLIGHT_TASKS):
+            submit()
+        while waiting:
+            task, future = waiting.popleft()
+            outcomes = None
+            if future is not None and pool is not None:  # else its pool was closed: done here
+                try:
+                    outcomes = future.result()
+                except WorkerLost as exc:
+                    log.warning("indexing goes on in one process: %s", exc)
+                    pool.close()
+                    pool = None
+            if outcomes is None:
+                outcomes = _prepare_many(root, task, max_bytes, [old_sha(e.path) for e in task])
+            submit()
+            yield from zip(task, outcomes)
+    finally:
+        if pool is not None:
+            pool.close()
+
+
+class WorkerLost(Exception):
+    """A worker process could not start, or ended without answering."""
+
+
+# A worker is a fresh interpreter running this, not a `multiprocessing` child: those re-run the
+# parent's main script when it is a file, and a script without a `__main__` guard that uses the
+# indexer (a user's own) would run again in every worker, side effects and all.
+_WORKER_MAIN = "from mcp_retrieval.indexers.prepare import serve_worker; serve_worker()"
+
+
+class _Worker:
+    """One worker process: a task's arguments go in as a pickle on its stdin, its outcomes (or
+    the exception `prepare` raised) come back as one on the pipe that was its stdout."""
+
+    def __init__(self) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # this process's imports
+        try:
+            self.proc = subprocess.Popen([sys.executable, "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, env=env)
+        except OSError as exc:
+            raise WorkerLost(f"a worker process could not start: {exc}") from exc
+
+    def run(self, args: tuple) -> list[Outcome]:
+        try:
+            pickle.dump(args, self.proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            self.proc.stdin.flush()
+            ok, payload = pickle.load(self.proc.stdout)
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            raise WorkerLost(f"a worker process ended (exit code {self.proc.poll()}): {exc!r}") from exc
+        if not ok:
+            raise payload  # what `prepare` raised, as it would have raised in this process
+        return payload
+
+    def close(self) -> None:
+        try:
+            self.proc.stdin.close()  # end of input: the worker exits
+            self.proc.wait(timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            self.proc.kill()
+            self.proc.wait()
+
+
+class _Pool:
+    """Worker processes, each driven by a thread of this process (blocked on its pipe, without
+    the GIL, while the worker parses). A worker starts with the first task that finds none idle."""
+
+    def __init__(self, workers: int) -> None:
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._started: list[_Worker] = []
+        self._threads = ThreadPoolExecutor(workers, thread_name_prefix="mcp-retrieval-prepare")
+
+    def submit(self, args: tuple) -> Future:
+        return self._threads.submit(self._run, args)
+
+    def _run(self, args: tuple) -> list[Outcome]:
+        try:
+            worker = self._idle.get_nowait()
+        except queue.Empty:
+            worker = _Worker()
+            self._started.append(worker)
+        try:
+            return worker.run(args)
+        finally:
+            self._idle.put(worker)
+
+    def close(self) -> None:
+        self._threads.shutdown(wait=True, cancel_futures=True)
+        for worker in self._started:
+            worker.close()
+
+
+def serve_worker() -> None:
+    """A worker's loop: prepare each task read from stdin until it closes. Anything a library
+    prints goes to stderr: the real stdout carries the outcomes only."""
+    results = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    tasks = sys.stdin.buffer
+    while True:
+        try:
+            args = pickle.load(tasks)
+        except EOFError:
+            return
+        try:
+            reply = (True, _prepare_many(*args))
+        except Exception as exc:  # carried to the parent and raised there
+            reply = (False, exc)
+        pickle.dump(reply, results, protocol=pickle.HIGHEST_PROTOCOL)
+        results.flush()
+
+
+def pool_workers(files: int) -> int:
+    """Worker processes for a sync of `files` files: none below `POOL_MIN_FILES`, else one per
+    core this process may use (the writer shares them: it waits on the workers most of the time)."""
+    if files < POOL_MIN_FILES:
+        return 0
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, POOL_MAX_WORKERS))
+
+
+def _ms(t0: float) -> float:
+    return (time.perf_counter() - t0) * 1000
