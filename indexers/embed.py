@@ -235,17 +235,33 @@ class EmbeddingCache:
 
     def get_many(self, model: str, shas: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
+        today = _today()
+        stale: list[str] = []  # found, not yet marked used today
         with self._lock:
             for i in range(0, len(shas), 500):
                 part = list(shas[i: i + 500])
                 marks = ",".join("?" * len(part))
-                for sha, blob in self._db.execute(
-                        f"SELECT sha, vec FROM vectors WHERE model=? AND sha IN ({marks})", [model, *part]):
+                for sha, blob, day in self._db.execute(
+                        "SELECT v.sha, v.vec, u.day FROM vectors v LEFT JOIN used u ON u.model = v.model AND "
+                        f"u.sha = v.sha WHERE v.model=? AND v.sha IN ({marks})", [model, *part]):
                     found[sha] = np.frombuffer(blob, dtype=np.float32)
-            if found:  # a write lock only when there is something to mark
-                with self._transaction():
-                    self._mark_used(model, found)
+                    if day != today:
+                        stale.append(sha)
+            if stale:  # a write lock only when there is something to mark (a first index's
+                with self._transaction():  # vectors, put today by the sync's workers, are not)
+                    self._mark_used(model, stale)
         return found
+
+    def missing(self, model: str, shas: Sequence[str]) -> list[str]:
+        """The `shas` the cache holds no vector for (a read: nothing is marked used)."""
+        held: set[str] = set()
+        with self._lock:
+            for i in range(0, len(shas), 500):
+                part = list(shas[i: i + 500])
+                marks = ",".join("?" * len(part))
+                held.update(r[0] for r in self._db.execute(
+                    f"SELECT sha FROM vectors WHERE model=? AND sha IN ({marks})", [model, *part]))
+        return [s for s in shas if s not in held]
 
     def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
         with self._lock, self._transaction():

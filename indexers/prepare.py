@@ -21,6 +21,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+import numpy as np
+
 from mcp_retrieval.indexers.chunk import Chunk, chunk_file, parse
 from mcp_retrieval.indexers.languages import language_of, looks_generated
 from mcp_retrieval.indexers.store import FileRecord
@@ -30,7 +32,8 @@ from mcp_retrieval.indexers.walk import FileEntry, read_source
 log = logging.getLogger(__name__)
 # A sync of fewer files is prepared in-process: a worker takes ~0.2 s to start and import.
 POOL_MIN_FILES = 256
-POOL_MAX_WORKERS = 4  # each holds ~40-60 MB; more would not keep up with the one writer
+POOL_MAX_WORKERS = 4  # each holds ~100 MB (50 without the static model); more would outrun the one writer
+WORKERS_ENV = "MCP_RETRIEVAL_INDEX_WORKERS"
 TASK_FILES = 8  # files sent to a worker at once (fewer round trips)
 IN_FLIGHT_TASKS = 4  # per worker: bounds the results waiting for the writer (memory)
 
@@ -43,6 +46,7 @@ class Prepared:
     graph: FileGraph | None
     parse_ms: float  # read, parse and chunk
     graph_ms: float
+    vectors: np.ndarray | None = None  # one row per chunk, when the worker embeds (`WorkerEmbedding`)
 
 
 Outcome = Prepared | FileRecord | str  # chunked | touched, not changed (the new stat) | a skip reason
@@ -71,15 +75,55 @@ def prepare(root: Path, entry: FileEntry, max_bytes: int, old_sha: str | None) -
 
 
 def _prepare_many(root: Path, entries: Sequence[FileEntry], max_bytes: int,
-                  old_shas: Sequence[str | None]) -> list[Outcome]:
-    return [prepare(root, e, max_bytes, s) for e, s in zip(entries, old_shas)]
+                  old_shas: Sequence[str | None], embedding: WorkerEmbedding | None = None) -> list[Outcome]:
+    outcomes = [prepare(root, e, max_bytes, s) for e, s in zip(entries, old_shas)]
+    if embedding is not None:
+        _embed([o for o in outcomes if isinstance(o, Prepared) and o.chunks], embedding)
+    return outcomes
+
+
+@dataclass(frozen=True)
+class WorkerEmbedding:
+    """Workers also embed the chunks they make, with a model as cheap as the static one: beside
+    the parsing, on the cores the single writer leaves idle (sympy: the vector pass after the
+    lexical one took 20 s; the writer now stores each batch's vectors with its chunks). The
+    vectors go to the embedding cache too, as the vector pass would have put them."""
+    cache: Path
+    model_id: str
+
+
+_worker_models: dict[WorkerEmbedding, tuple] = {}  # a worker's embedder and cache, opened once
+
+
+def _embed(files: Sequence[Prepared], embedding: WorkerEmbedding) -> None:
+    from mcp_retrieval.indexers.embed import EmbeddingCache, embed_text, text_sha
+    from mcp_retrieval.indexers.static import StaticEmbedder
+
+    if embedding not in _worker_models:
+        embedder = StaticEmbedder()
+        _worker_models[embedding] = (embedder if embedder.model_id == embedding.model_id else None,
+                                     EmbeddingCache(embedding.cache))
+    embedder, cache = _worker_models[embedding]
+    if embedder is None or not files:  # another table than the indexer's: its vector pass embeds
+        return
+    inputs = [embed_text(c.header, c.text) for f in files for c in f.chunks]
+    vectors = embedder.embed(inputs)
+    shas = {text_sha(t): n for n, t in enumerate(inputs)}
+    if missing := cache.missing(embedding.model_id, list(shas)):
+        cache.put_many(embedding.model_id, {s: vectors[shas[s]] for s in missing})
+    start = 0
+    for f in files:
+        f.vectors = vectors[start:start + len(f.chunks)]
+        start += len(f.chunks)
 
 
 def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: Callable[[str], str | None],
-             *, workers: int | None = None) -> Iterator[tuple[FileEntry, Outcome]]:
+             *, workers: int | None = None, embedding: WorkerEmbedding | None = None
+             ) -> Iterator[tuple[FileEntry, Outcome]]:
     """Each entry with its outcome, in the entries' order. The caller may stop iterating at any
     time (a stop asked for): the workers end with the generator. A worker that cannot start or
-    dies hands its files back to this process, which prepares the rest itself."""
+    dies hands its files back to this process, which prepares the rest itself. `embedding`:
+    workers (never this process: there the vector pass embeds) also embed the chunks."""
     workers = pool_workers(len(entries)) if workers is None else workers
     pool = _Pool(workers) if workers else None
     waiting: deque[tuple[Sequence[FileEntry], Future | None]] = deque()
@@ -87,7 +131,7 @@ def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: 
 
     def submit() -> None:
         if (task := next(todo, None)) is not None:
-            args = (root, task, max_bytes, [old_sha(e.path) for e in task])
+            args = (root, task, max_bytes, [old_sha(e.path) for e in task], embedding)
             waiting.append((task, pool.submit(args) if pool is not None else None))
 
     try:
@@ -205,9 +249,16 @@ def serve_worker() -> None:
 
 def pool_workers(files: int) -> int:
     """Worker processes for a sync of `files` files: none below `POOL_MIN_FILES`, else one per
-    core this process may use (the writer shares them: it waits on the workers most of the time)."""
+    core this process may use, at most POOL_MAX_WORKERS (the writer shares the cores: it waits on
+    the workers most of the time), or what `MCP_RETRIEVAL_INDEX_WORKERS` says (0: none)."""
     if files < POOL_MIN_FILES:
         return 0
+    wanted = os.environ.get(WORKERS_ENV, "").strip()
+    if wanted:
+        try:
+            return max(0, int(wanted))
+        except ValueError:
+            log.warning("%s=%r is not a number of workers: one per core", WORKERS_ENV, wanted)
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

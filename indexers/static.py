@@ -115,6 +115,8 @@ class StaticEmbedder:
     # chunks a bulk pass embeds and writes at once: the table is fast, so per-batch costs (a
     # LanceDB merge, cache and store writes) would dominate at MiniLM's batch of 64
     bulk_batch = 1024
+    # a big sync's worker processes embed the chunks they make (`indexers.prepare.WorkerEmbedding`)
+    embeds_in_workers = True
     semantic = True
     # A mean of token rows is close to any text sharing common sub-words: off-topic questions
     # reach cosines of 0.5-0.8 (16 asked of the 20 semble_dev repositories: 116 of 320 answered at

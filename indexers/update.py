@@ -2,12 +2,14 @@
 
 Commit protocol, per batch of files (docs/SECURITY.md, "Crash safety"):
  1. Tantivy: delete the batch's paths, add their chunks, commit.
- 2. SQLite: replace the batch's chunks, symbols, edges and manifest rows in one transaction.
- 3. LanceDB: delete the batch's old vectors.
-Vectors are then filled in behind (`embed_pending`), upserted by chunk id, and each chunk is
+ 2. LanceDB: delete the batch's old vectors; add the vectors the sync's workers made, if any.
+ 3. SQLite: replace the batch's chunks (those with a vector marked embedded), symbols, edges and
+    manifest rows in one transaction.
+Other vectors are filled in behind (`embed_pending`), upserted by chunk id, and each chunk is
 marked embedded only after its row is in LanceDB. A kill between any two steps leaves an index
-that opens and answers (ids unknown to the store are ignored), and since the manifest row is
-written after the lexical commit, the next sync redoes exactly the unfinished files.
+that opens and answers (ids unknown to the store are ignored; an old chunk whose vector went
+is found by words until its file is redone), and since the manifest row is written last, the
+next sync redoes exactly the unfinished files.
 A file lock keeps two processes from writing the same index at once.
 """
 
@@ -23,14 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from mcp_retrieval.indexers import health
 from mcp_retrieval.indexers.locks import IndexBusy, WriteLock  # noqa: F401 (IndexBusy: re-exported)
-from mcp_retrieval.indexers.chunk import CHUNKER_VERSION, Chunk
+from mcp_retrieval.indexers.chunk import CHUNKER_VERSION
 from mcp_retrieval.indexers.embed import Embedder, EmbeddingCache, embed_text, text_sha
 from mcp_retrieval.indexers.languages import is_code_path
 from mcp_retrieval.indexers.lexical import ANALYZER_VERSION
 from mcp_retrieval.indexers.memory import return_freed_memory
-from mcp_retrieval.indexers.prepare import prepared
+from mcp_retrieval.indexers.prepare import Prepared, WorkerEmbedding, prepared
 from mcp_retrieval.indexers.store import PRIORITY_LAST, FileRecord
 from mcp_retrieval.indexers.tokens import budget_counts
 from mcp_retrieval.indexers.walk import (DEFAULT_MAX_FILE_BYTES, WalkStats, scopes_of, suspiciously_small,
@@ -198,15 +202,18 @@ class Indexer:
     def _apply(self, candidates, removed, manifest, result: SyncResult, skipped: Counter, progress,
                should_stop: Callable[[], bool] | None = None) -> None:
         touched: list[FileRecord] = []
-        batch: list[tuple[FileRecord, str, list[Chunk], tuple]] = []
+        batch: list[Prepared] = []
         counting: dict[str, Future] = {}  # path -> its chunks' token counts, being made
         timings = Counter()
         total = len(candidates)
         if removed:
             self._flush([], removed, result, timings)
             result.files_removed = len(removed)
+        embedding = (WorkerEmbedding(self.cache.path, self.embedder.model_id)
+                     if getattr(self.embedder, "embeds_in_workers", False) and self.cache is not None
+                     and self.vectors is not None else None)
         outcomes = prepared(self.root, candidates, self.max_file_bytes,
-                            lambda path: old.sha256 if (old := manifest.get(path)) else None)
+                            lambda path: old.sha256 if (old := manifest.get(path)) else None, embedding=embedding)
         try:
             for n, (entry, outcome) in enumerate(outcomes, 1):
                 if should_stop is not None and should_stop():
@@ -225,7 +232,7 @@ class Indexer:
                 # the tokenizer (Rust, no GIL) counts this file's chunks while the next files are
                 # prepared; `_flush` collects the counts
                 counting[entry.path] = _COUNTER.submit(budget_counts, [c.text for c in outcome.chunks])
-                batch.append((outcome.record, outcome.language, outcome.chunks, outcome.graph))
+                batch.append(outcome)
                 result.files_changed += 1
                 if len(batch) >= BATCH_FILES:
                     self._flush(batch, [], result, timings, counting)
@@ -241,29 +248,37 @@ class Indexer:
         if result.files_changed >= BATCH_FILES:
             return_freed_memory()  # parse trees and chunk texts of a big sync are garbage now
 
-    def _flush(self, batch, removed: list[str], result: SyncResult, timings: Counter,
+    def _flush(self, batch: list[Prepared], removed: list[str], result: SyncResult, timings: Counter,
                counting: dict[str, Future] | None = None) -> None:
-        """Write a batch of chunked files (`counting`: their token counts, submitted as each file was
-        chunked) and drop the `removed` files, in one store transaction."""
+        """Write a batch of prepared files (`counting`: their token counts, submitted as each file
+        was chunked) and drop the `removed` files, in the order of the commit protocol."""
         if not batch and not removed:
             return
-        paths = [*removed, *(r.path for r, _, _, _ in batch)]
-        chunks = [c for _, _, cs, _ in batch for c in cs]
+        paths = [*removed, *(f.record.path for f in batch)]
+        chunks = [c for f in batch for c in f.chunks]
         result.chunks_removed += len(self.store.chunk_ids_for_paths(paths))
         t0 = time.perf_counter()
         self.lexical.replace(paths, chunks)
         timings["lexical"] += _ms(t0)
+        embedded: set[str] = set()
+        if self.vectors is not None:
+            t0 = time.perf_counter()
+            self.vectors.delete_paths(paths)
+            if made := [f for f in batch if f.vectors is not None and f.chunks]:
+                ids = [c.id for f in made for c in f.chunks]
+                self.vectors.add(ids, [c.path for f in made for c in f.chunks], np.vstack([f.vectors for f in made]))
+                embedded = set(ids)
+                result.chunks_embedded += len(ids)
+            timings["vectors"] += _ms(t0)
         t0 = time.perf_counter()
-        tokens = [n for r, _, _, _ in batch for n in counting.pop(r.path).result()] if batch else []
+        tokens = [n for f in batch for n in counting.pop(f.record.path).result()] if batch else []
         timings["tokens"] += _ms(t0)  # what was left to wait for
         t0 = time.perf_counter()
-        symbols = [s for *_, g in batch if g for s in g.symbols]
-        edges = [e for *_, g in batch if g for e in g.edges]
-        self.store.replace_files(removed, [(r, lang) for r, lang, _, _ in batch], list(zip(chunks, tokens)),
-                                 symbols, edges)
+        symbols = [s for f in batch if f.graph for s in f.graph.symbols]
+        edges = [e for f in batch if f.graph for e in f.graph.edges]
+        self.store.replace_files(removed, [(f.record, f.language) for f in batch], list(zip(chunks, tokens)),
+                                 symbols, edges, embedded_ids=embedded)
         timings["store_graph"] += _ms(t0)
-        if self.vectors is not None:
-            self.vectors.delete_paths(paths)
         result.chunks_added += len(chunks)
 
     # --- vectors, behind ------------------------------------------------------------------

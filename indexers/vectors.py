@@ -10,8 +10,10 @@ is no longer in the store are filtered by the caller.
 
 from __future__ import annotations
 
+import importlib.abc
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -99,9 +101,28 @@ def lancedb_module():
     errors only unless `LANCEDB_LOG` says otherwise: its warnings ("No existing dataset at …, it
     will be created" on every new index) reach stderr unformatted and report nothing wrong."""
     os.environ.setdefault("LANCEDB_LOG", "error")
+    if "lancedb" not in sys.modules and "pandas" not in sys.modules:
+        blocker = _WithoutPandas()
+        sys.meta_path.insert(0, blocker)
+        try:
+            import lancedb
+        finally:
+            sys.meta_path.remove(blocker)
     import lancedb
 
     return lancedb
+
+
+class _WithoutPandas(importlib.abc.MetaPathFinder):
+    """Makes pandas look absent while LanceDB is imported. pyarrow's dataset module and LanceDB
+    import it whenever it is installed (the tokenizer package brings it), 33 MB of the server's
+    memory for a library nothing here calls; both treat it as optional. pyarrow then keeps
+    believing it absent in this process (its `to_pandas` fails): nothing here converts."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -135,14 +156,26 @@ class VectorIndex:
         except Exception:
             return self._db.create_table(TABLE, schema=self._schema, mode="overwrite")
 
+    def _arrow(self, ids: Sequence[str], paths: Sequence[str], vectors: np.ndarray) -> pa.Table:
+        return pa.table({"id": list(ids), "path": list(paths),
+                         "vector": pa.FixedSizeListArray.from_arrays(
+                             pa.array(np.asarray(vectors, dtype=np.float32).ravel()), self.dim)}, schema=self._schema)
+
     def upsert(self, ids: Sequence[str], paths: Sequence[str], vectors: np.ndarray) -> None:
         if not ids:
             return
-        data = pa.table({"id": list(ids), "path": list(paths),
-                         "vector": pa.FixedSizeListArray.from_arrays(
-                             pa.array(np.asarray(vectors, dtype=np.float32).ravel()), self.dim)}, schema=self._schema)
+        data = self._arrow(ids, paths, vectors)
         with self._lock:
             (self._table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data))
+            self._mirror_add(list(ids), list(paths), np.asarray(vectors, dtype=np.float32))
+
+    def add(self, ids: Sequence[str], paths: Sequence[str], vectors: np.ndarray) -> None:
+        """Append rows whose ids the table does not hold (a chunk's id names its path, and its
+        path's rows were just deleted): no merge on id, which reads the table's ids each write."""
+        if not ids:
+            return
+        with self._lock:
+            self._table.add(self._arrow(ids, paths, vectors))
             self._mirror_add(list(ids), list(paths), np.asarray(vectors, dtype=np.float32))
 
     def delete_paths(self, paths: Sequence[str]) -> None:

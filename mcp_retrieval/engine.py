@@ -234,7 +234,7 @@ class Engine:
             self.pending_paths.difference_update(paths or list(self.pending_paths))
         return ReindexResult(files_scanned=result.files_scanned, files_changed=result.files_changed,
                              files_removed=result.files_removed, chunks_added=result.chunks_added,
-                             chunks_removed=result.chunks_removed, chunks_embedded=embedded,
+                             chunks_removed=result.chunks_removed, chunks_embedded=result.chunks_embedded + embedded,
                              embeddings_reused=reused, duration_ms=round((time.perf_counter() - started) * 1000, 1),
                              skipped=result.skipped, warnings=result.warnings, index=self.status())
 

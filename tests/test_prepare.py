@@ -3,11 +3,13 @@ sync writes, a stop ends the workers, and a small sync starts none."""
 
 from __future__ import annotations
 
+import os
 import pickle
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import psutil
 import pytest
 
@@ -136,3 +138,40 @@ def test_a_worker_never_writes_to_the_servers_stdout():
 def test_only_a_big_sync_starts_workers(files, pooled):
     assert (pool_workers(files) > 0) is pooled
 
+
+
+def test_workers_embed_their_chunks_with_the_static_model(tmp_path, monkeypatch):
+    """A big sync leaves no vector pending: each chunk's vector is in the table and the cache, as
+    this process computes it."""
+    from mcp_retrieval.indexers.embed import embed_text, text_sha
+    from mcp_retrieval.indexers.static import StaticEmbedder
+
+    root = make_workspace(tmp_path / "ws")
+    monkeypatch.setattr(prepare, "POOL_MIN_FILES", 1)
+    config = Config.resolve(root, tmp_path / "index", persist_sessions=False, embedder="static")
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config)
+    try:
+        synced = engine.indexer.sync()
+        chunks = engine.store.query("SELECT id, header, text FROM chunks")
+        assert chunks and synced.chunks_embedded == len(chunks)
+        assert engine.store.counts()["vectors_pending"] == 0
+        assert engine.indexer.embed_pending() == (0, 0)
+        inputs = [embed_text(h, t) for _, h, t in chunks]
+        here = StaticEmbedder().embed(inputs)
+        cached = engine.cache.get_many(StaticEmbedder.model_id, [text_sha(t) for t in inputs])
+        assert all(np.allclose(cached[text_sha(t)], v, atol=1e-6) for t, v in zip(inputs, here))
+        table = engine.indexer.vectors._table.to_arrow()
+        stored = dict(zip(table.column("id").to_pylist(), table.column("vector").to_numpy(zero_copy_only=False)))
+        assert len(stored) == len(chunks)
+        assert all(np.allclose(stored[cid], v, atol=1e-6) for (cid, _, _), v in zip(chunks, here))
+    finally:
+        engine.close()
+
+
+@pytest.mark.parametrize("setting, workers", [("0", 0), ("3", 3), ("many", None)])
+def test_the_number_of_workers_can_be_set(monkeypatch, setting, workers):
+    monkeypatch.setenv(prepare.WORKERS_ENV, setting)
+    default = min(len(os.sched_getaffinity(0)), prepare.POOL_MAX_WORKERS)
+    assert pool_workers(prepare.POOL_MIN_FILES) == (default if workers is None else workers)
+    assert pool_workers(3) == 0
