@@ -173,6 +173,8 @@ def main(argv: list[str]) -> int:
                        "phases_ms": {k: round(v) for k, v in sync.timings_ms.items()},
                        "embed_s": round(embed_s, 1), "embedded": embedded, "reused": reused,
                        "embed_chunks_per_s": round(embedded / embed_s, 1) if embedded else None,
+                       # made by the sync's worker processes beside the parsing (the static model)
+                       "embedded_in_sync": sync.chunks_embedded,
                        "total_s": round(lexical_s + embed_s, 1), "peak_rss_mib": round(rss_index.peak),
                        "workers": pool_workers(sync.files_changed), "workers_peak_rss_mib": round(rss_tree.children_peak),
                        "peak_rss_with_workers_mib": round(rss_tree.peak)}
