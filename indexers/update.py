@@ -170,6 +170,10 @@ class Indexer:
                 result.warnings.append(warning)
             manifest = self.store.files() if scopes is None else self.store.files_under(scopes)
             removed = [p for p in manifest if p not in seen]
+            if not self.store.counts()["files"]:
+                # an empty index holds nothing older: a first index that is interrupted is resumed
+                # on the next start, not taken for an older analyser's and redone whole
+                self._mark_analysed()
             # indexes from before a marker are its version 1
             analysed = (self.store.get_meta("lexical_analyzer") or "1", self.store.get_meta("chunker") or "1")
             reanalyse = bool(manifest) and scopes is None and analysed != (ANALYZER_VERSION, CHUNKER_VERSION)
@@ -193,11 +197,15 @@ class Indexer:
             if full and scopes is None:  # a full reindex also repairs what was damaged since start
                 health.heal_lexical(self.lexical, self.store, self.repairs)
             if scopes is None and not (should_stop and should_stop()):
-                self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
-                self.store.set_meta("chunker", CHUNKER_VERSION)
+                self._mark_analysed()
                 self.last_whole_walk = result
         result.duration_ms = _ms(started)
         return result
+
+    def _mark_analysed(self) -> None:
+        """Every file the index holds was chunked and analysed by this version."""
+        self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
+        self.store.set_meta("chunker", CHUNKER_VERSION)
 
     def _apply(self, candidates, removed, manifest, result: SyncResult, skipped: Counter, progress,
                should_stop: Callable[[], bool] | None = None) -> None:

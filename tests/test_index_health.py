@@ -10,10 +10,11 @@ import os
 
 import pytest
 
-from mcp_retrieval import Engine
+from mcp_retrieval import Config, Engine
 from mcp_retrieval.validate import BadRequest
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.workspace import Workspace
+from tests.conftest import make_workspace
 
 QUESTION = "add an item to the shopping cart"
 
@@ -175,10 +176,11 @@ def test_storage_failures_are_named_by_their_cause():
 OPEN_THEN_ASK = """
 import json, sys
 from pathlib import Path
-from mcp_retrieval import Engine
+from mcp_retrieval import Config, Engine
 from mcp_retrieval.config import Config
 from mcp_retrieval.indexers.embed import HashEmbedder
 from mcp_retrieval.workspace import Workspace
+from tests.conftest import make_workspace
 root, index = sys.argv[1:3]
 config = Config.resolve(root, Path(index), persist_sessions=False)
 engine = Engine(config, embedder=HashEmbedder())
@@ -217,5 +219,24 @@ def test_a_vector_table_that_cannot_open_leaves_the_lexical_index_answering(inde
         assert engine.status().state == "lexical_only"
         assert "vector table unavailable" in caplog.text
         assert engine.reindex().chunks_embedded == 0
+    finally:
+        engine.close()
+
+
+def test_an_interrupted_first_index_is_resumed_not_redone(tmp_path):
+    """A first index stopped half way (the editor closed) goes on from where it stopped on the
+    next start: the files it committed are not taken for an older analyser's and redone."""
+    root = make_workspace(tmp_path / "ws")
+    config = Config.resolve(root, tmp_path / "index", persist_sessions=False)
+    config.cache_dir = tmp_path / "cache"
+    engine = Engine(config, embedder=HashEmbedder())
+    asked = iter(range(1000))
+    first = engine.indexer.sync(should_stop=lambda: next(asked) >= 4)
+    engine.close()
+    assert 0 < first.files_changed < first.files_scanned
+    engine = Engine(config, embedder=HashEmbedder())
+    try:
+        second = engine.indexer.sync()
+        assert second.files_changed == second.files_scanned - first.files_changed
     finally:
         engine.close()

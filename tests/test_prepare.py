@@ -175,3 +175,4 @@ def test_the_number_of_workers_can_be_set(monkeypatch, setting, workers):
     default = min(len(os.sched_getaffinity(0)), prepare.POOL_MAX_WORKERS)
     assert pool_workers(prepare.POOL_MIN_FILES) == (default if workers is None else workers)
     assert pool_workers(3) == 0
+
