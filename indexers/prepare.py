@@ -125,7 +125,7 @@ def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: 
     dies hands its files back to this process, which prepares the rest itself. `embedding`:
     workers (never this process: there the vector pass embeds) also embed the chunks."""
     workers = pool_workers(len(entries)) if workers is None else workers
-    pool = _Pool(workers) if workers else None
+    pool = _Pool(workers, root) if workers else None
     waiting: deque[tuple[Sequence[FileEntry], Future | None]] = deque()
     todo = (entries[i:i + TASK_FILES] for i in range(0, len(entries), TASK_FILES))
 
@@ -170,11 +170,14 @@ class _Worker:
     """One worker process: a task's arguments go in as a pickle on its stdin, its outcomes (or
     the exception `prepare` raised) come back as one on the pipe that was its stdout."""
 
-    def __init__(self) -> None:
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))  # this process's imports
+    def __init__(self, root: Path) -> None:
+        # -P: the current folder (often the indexed repository) is not put on the worker's import
+        # path, nor is any folder of the workspace this process may have on its own: a repository
+        # holding a `pickle.py` or `numpy.py` would otherwise run its code in the worker
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(_import_path(root)))
         try:
-            self.proc = subprocess.Popen([sys.executable, "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, env=env)
+            self.proc = subprocess.Popen([sys.executable, "-P", "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, env=env, cwd=Path(sys.executable).parent)
         except OSError as exc:
             raise WorkerLost(f"a worker process could not start: {exc}") from exc
 
@@ -198,11 +201,25 @@ class _Worker:
             self.proc.wait()
 
 
+def _import_path(root: Path) -> list[str]:
+    """This process's import path, less the current folder and anything inside the workspace."""
+    here, root = Path.cwd().resolve(), root.resolve()
+    kept = []
+    for entry in sys.path:
+        if not entry:
+            continue
+        place = Path(entry).resolve()
+        if place != here and place != root and root not in place.parents:
+            kept.append(entry)
+    return kept
+
+
 class _Pool:
     """Worker processes, each driven by a thread of this process (blocked on its pipe, without
     the GIL, while the worker parses). A worker starts with the first task that finds none idle."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, root: Path) -> None:
+        self._root = root
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._started: list[_Worker] = []
         self._threads = ThreadPoolExecutor(workers, thread_name_prefix="mcp-retrieval-prepare")
@@ -214,7 +231,7 @@ class _Pool:
         try:
             worker = self._idle.get_nowait()
         except queue.Empty:
-            worker = _Worker()
+            worker = _Worker(self._root)
             self._started.append(worker)
         try:
             return worker.run(args)

@@ -176,3 +176,19 @@ def test_the_number_of_workers_can_be_set(monkeypatch, setting, workers):
     assert pool_workers(prepare.POOL_MIN_FILES) == (default if workers is None else workers)
     assert pool_workers(3) == 0
 
+
+
+def test_a_workers_imports_never_come_from_the_workspace(tmp_path, monkeypatch):
+    """A repository holding `pickle.py` or `numpy.py`, indexed from its own folder (where hosts
+    start servers), with that folder on the server's import path: no worker runs their code."""
+    root = make_workspace(tmp_path / "ws")
+    ran = tmp_path / "ran"
+    for name in ("pickle", "numpy", "queue"):
+        (root / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write('{name} ')\n")
+    monkeypatch.chdir(root)
+    monkeypatch.syspath_prepend(str(root))
+    monkeypatch.setattr(prepare, "POOL_MIN_FILES", 1)
+    entries = list(walk(root))
+    outcomes = list(prepared(root, entries, 1 << 20, lambda p: None, workers=2))
+    assert not ran.exists()
+    assert sum(isinstance(o, Prepared) for _, o in outcomes) == len(entries)
