@@ -91,7 +91,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_imports_from_here() -> None:
+    """`python -m mcp_retrieval` run in a repository's folder (as a host may start it) puts that
+    folder first on the import path, and the server imports most libraries late (LanceDB on
+    opening the index): a repository's own `lancedb.py` would run. The package itself is found
+    through its own path once imported."""
+    here = os.path.realpath(os.getcwd())
+    sys.path[:] = [p for p in sys.path if p and os.path.realpath(p) != here]
+
+
 def main(argv: list[str] | None = None) -> int:
+    _no_imports_from_here()
     args = build_parser().parse_args(argv)
     logging.basicConfig(stream=sys.stderr, level=args.log_level, format="%(levelname)s %(name)s: %(message)s")
     from mcp_retrieval.roots import resolve_workspace

@@ -114,3 +114,19 @@ def test_no_module_runs_git_but_through_the_neutralised_call():
                         and node.elts[0].value == "git"):
                     offenders.append(f"{source.relative_to(top)}:{node.lineno}")
     assert offenders == []
+
+
+def test_a_server_started_in_the_repository_imports_nothing_from_it(tmp_path):
+    """`python -m mcp_retrieval` run in a repository's folder has that folder on its import path;
+    the libraries it imports late (LanceDB on opening the index) never come from there."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    ran = tmp_path / "ran"
+    (repo / "app.py").write_text("def handler():\n    return 1\n")
+    for name in ("lancedb", "tantivy", "tokenizers"):
+        (repo / f"{name}.py").write_text(f"open({str(ran)!r}, 'a').write('{name} ')\n")
+    out = subprocess.run([sys.executable, "-m", "mcp_retrieval", "index", "--root", ".", "--index-dir",
+                          str(tmp_path / "index")], capture_output=True, text=True, timeout=300, cwd=repo,
+                         env={**os.environ, "MCP_RETRIEVAL_CACHE_DIR": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert not ran.exists(), ran.read_text()
