@@ -202,6 +202,19 @@ class Indexer:
         result.duration_ms = _ms(started)
         return result
 
+    def _count_vector_writes(self, vectors: int, *, finished: bool) -> None:
+        """Compact the vector table when enough was written. Each write is a LanceDB version and
+        fragment (a first index's batches, the vector pass's, a save's); the background loop
+        embeds a few batches at a time, so writes are counted across calls. A finished backlog
+        compacts what a bulk pass wrote; a saved file's few vectors wait for OPTIMIZE_WRITES more
+        (compacting after each save was 60 of its 115 ms on sympy)."""
+        self._since_optimize += vectors
+        self._writes_since_optimize += bool(vectors)
+        if self._since_optimize >= OPTIMIZE_EVERY or (finished and self._since_optimize > 0 and (
+                self._since_optimize >= OPTIMIZE_BULK or self._writes_since_optimize >= OPTIMIZE_WRITES)):
+            self.vectors.optimize()
+            self._since_optimize = self._writes_since_optimize = 0
+
     def _mark_analysed(self) -> None:
         """Every file the index holds was chunked and analysed by this version."""
         self.store.set_meta("lexical_analyzer", ANALYZER_VERSION)
@@ -217,6 +230,7 @@ class Indexer:
         if removed:
             self._flush([], removed, result, timings)
             result.files_removed = len(removed)
+        fresh_table = self.vectors is not None and self.vectors.count() == 0
         embedding = (WorkerEmbedding(self.cache.path, self.embedder.model_id)
                      if getattr(self.embedder, "embeds_in_workers", False) and self.cache is not None
                      and self.vectors is not None else None)
@@ -243,13 +257,13 @@ class Indexer:
                 batch.append(outcome)
                 result.files_changed += 1
                 if len(batch) >= BATCH_FILES:
-                    self._flush(batch, [], result, timings, counting)
+                    self._flush(batch, [], result, timings, counting, fresh_table)
                     batch = []
                 if progress:
                     progress("lexical", n, total)
         finally:
             outcomes.close()  # a stop asked for: the workers end here
-        self._flush(batch, [], result, timings, counting)
+        self._flush(batch, [], result, timings, counting, fresh_table)
         if touched:
             self.store.touch_files(touched)
         result.timings_ms.update({k: round(v, 1) for k, v in timings.items()})
@@ -257,9 +271,12 @@ class Indexer:
             return_freed_memory()  # parse trees and chunk texts of a big sync are garbage now
 
     def _flush(self, batch: list[Prepared], removed: list[str], result: SyncResult, timings: Counter,
-               counting: dict[str, Future] | None = None) -> None:
+               counting: dict[str, Future] | None = None, fresh_table: bool = False) -> None:
         """Write a batch of prepared files (`counting`: their token counts, submitted as each file
-        was chunked) and drop the `removed` files, in the order of the commit protocol."""
+        was chunked) and drop the `removed` files, in the order of the commit protocol.
+        `fresh_table`: the vector table was empty when the sync began, so it holds no row of these
+        files (each is written once a sync): no delete, which scans the table (babel's first
+        index: 8.3 s of deletes that found nothing)."""
         if not batch and not removed:
             return
         paths = [*removed, *(f.record.path for f in batch)]
@@ -271,12 +288,14 @@ class Indexer:
         embedded: set[str] = set()
         if self.vectors is not None:
             t0 = time.perf_counter()
-            self.vectors.delete_paths(paths)
+            if not fresh_table:
+                self.vectors.delete_paths(paths)
             if made := [f for f in batch if f.vectors is not None and f.chunks]:
                 ids = [c.id for f in made for c in f.chunks]
                 self.vectors.add(ids, [c.path for f in made for c in f.chunks], np.vstack([f.vectors for f in made]))
                 embedded = set(ids)
                 result.chunks_embedded += len(ids)
+                self._count_vector_writes(len(ids), finished=False)
             timings["vectors"] += _ms(t0)
         t0 = time.perf_counter()
         tokens = [n for f in batch for n in counting.pop(f.record.path).result()] if batch else []
@@ -323,17 +342,8 @@ class Indexer:
                 reused += len(pending) - len(missing)
                 if progress:
                     progress("vectors", embedded + reused, total)
-            # Each upsert is a LanceDB version and fragment; the background loop calls this a few
-            # batches at a time, so compaction is counted across calls, not per call. A finished
-            # backlog compacts what a bulk pass wrote; a saved file's few vectors wait for
-            # OPTIMIZE_WRITES more (compacting after each save was 60 of its 115 ms on sympy).
-            self._since_optimize += embedded + reused
-            self._writes_since_optimize += bool(embedded + reused)
             backlog_done = not self.store.counts()["vectors_pending"]
-            if self._since_optimize >= OPTIMIZE_EVERY or (backlog_done and self._since_optimize > 0 and (
-                    self._since_optimize >= OPTIMIZE_BULK or self._writes_since_optimize >= OPTIMIZE_WRITES)):
-                self.vectors.optimize()
-                self._since_optimize = self._writes_since_optimize = 0
+            self._count_vector_writes(embedded + reused, finished=backlog_done)
         if backlog_done and hasattr(self.embedder, "release"):
             self.embedder.release()  # the backlog is done: give the batch arena back while serving
         elif backlog_done and embedded + reused:
