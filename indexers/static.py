@@ -92,10 +92,24 @@ class PieceTokenizer:
         self.by_piece = (isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
                          and isinstance(tokenizer.normalizer, normalizers.BertNormalizer))
         self.pieces: dict[str, list[int]] = {}
+        # A text that spells an added token (`[SEP]`, `[MASK]`) is matched whole by the tokenizer
+        # before any split, across piece boundaries: such texts are tokenized whole.
+        added = [t.content for t in tokenizer.get_added_tokens_decoder().values() if t.content]
+        self.spells_added = re.compile("|".join(map(re.escape, added)), re.IGNORECASE) if added else None
 
     def __call__(self, texts: Sequence[str]) -> list[list[int]]:
         if not self.by_piece or len(texts) < self.BULK:
             return tokenize_batch(texts, self.tokenizer)
+        whole = [n for n, t in enumerate(texts) if self.spells_added and self.spells_added.search(t)]
+        if whole:
+            apart = set(whole)
+            ids = self._by_piece([t for n, t in enumerate(texts) if n not in apart])
+            for n, one in zip(whole, tokenize_batch([texts[n] for n in whole], self.tokenizer)):
+                ids.insert(n, one)
+            return ids
+        return self._by_piece(texts)
+
+    def _by_piece(self, texts: Sequence[str]) -> list[list[int]]:
         split = [_PIECE.findall(t) for t in texts]
         if len(self.pieces) > self.MAX_PIECES:
             self.pieces.clear()

@@ -135,7 +135,7 @@ def test_a_long_pasted_issue_is_fused_by_its_titles_vector_not_its_whole_texts(w
 TRICKY = ["def getHTTPResponse(parse_url, x__y): return a.B+c_D", "café Ünïcode naïve ÉCOLE", "中文字符 mixed草w",
           "tab\tnew\nline\r\ncr", "ctrl\x0cfeed\x1cfs\x85nel\u2028ls\u3000ideo\u00a0nbsp", "emoji 🚀launch ✓done",
           "x" * 150 + "Y" * 30, "__init__ ___ _ a_ _b", "fooBar.bazQux(zapZip)", "HTTPServer2XML", "", "   ",
-          "'\\n' + '-'*70 % (a, b)"]
+          "'\\n' + '-'*70 % (a, b)", "x[SEP]y [cls] [MASK]z", "a[PAD]"]  # added tokens: matched whole
 
 
 @settings(max_examples=300, deadline=None)
