@@ -144,9 +144,12 @@ def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: 
                 try:
                     outcomes = future.result()
                 except WorkerLost as exc:
-                    log.warning("indexing goes on in one process: %s", exc)
-                    pool.close()
-                    pool = None
+                    if exc.started:  # a worker died on this task: each file alone finds the one
+                        outcomes = [_alone(pool, root, entry, max_bytes, old_sha, embedding) for entry in task]
+                    else:
+                        log.warning("indexing goes on in one process: %s", exc)
+                        pool.close()
+                        pool = None
             if outcomes is None:
                 outcomes = _prepare_many(root, task, max_bytes, [old_sha(e.path) for e in task])
             submit()
@@ -157,13 +160,29 @@ def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: 
 
 
 class WorkerLost(Exception):
-    """A worker process could not start, or ended without answering."""
+    """A worker process could not start (`started` false), or ended without answering."""
+
+    def __init__(self, message: str, *, started: bool):
+        super().__init__(message)
+        self.started = started
+
+
+def _alone(pool: _Pool, root: Path, entry: FileEntry, max_bytes: int, old_sha: Callable[[str], str | None],
+           embedding: WorkerEmbedding | None) -> Outcome:
+    """One file in a worker of its own task: a file whose worker dies (a parser crash, which
+    would take the server down in-process) is skipped with that reason; the sync goes on."""
+    try:
+        return pool.submit((root, [entry], max_bytes, [old_sha(entry.path)], embedding)).result()[0]
+    except WorkerLost as exc:
+        log.warning("%s skipped: %s", entry.path, exc)
+        return "worker_crashed"
 
 
 # A worker is a fresh interpreter running this, not a `multiprocessing` child: those re-run the
 # parent's main script when it is a file, and a script without a `__main__` guard that uses the
 # indexer (a user's own) would run again in every worker, side effects and all.
 _WORKER_MAIN = "from mcp_retrieval.indexers.prepare import serve_worker; serve_worker()"
+_READY = "mcp-retrieval worker ready"  # a worker's first words, once its imports are done
 
 
 class _Worker:
@@ -178,8 +197,13 @@ class _Worker:
         try:
             self.proc = subprocess.Popen([sys.executable, "-P", "-c", _WORKER_MAIN], stdin=subprocess.PIPE,
                                          stdout=subprocess.PIPE, env=env, cwd=Path(sys.executable).parent)
-        except OSError as exc:
-            raise WorkerLost(f"a worker process could not start: {exc}") from exc
+            if pickle.load(self.proc.stdout) != _READY:  # its imports done: a death from now on is a file's
+                raise EOFError("no greeting")
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            if getattr(self, "proc", None) is not None:
+                self.proc.kill()
+                self.proc.wait()
+            raise WorkerLost(f"a worker process could not start: {exc!r}", started=False) from exc
 
     def run(self, args: tuple) -> list[Outcome]:
         try:
@@ -187,7 +211,7 @@ class _Worker:
             self.proc.stdin.flush()
             ok, payload = pickle.load(self.proc.stdout)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            raise WorkerLost(f"a worker process ended (exit code {self.proc.poll()}): {exc!r}") from exc
+            raise WorkerLost(f"a worker process ended (exit code {self.proc.poll()}): {exc!r}", started=True) from exc
         if not ok:
             raise payload  # what `prepare` raised, as it would have raised in this process
         return payload
@@ -234,9 +258,15 @@ class _Pool:
             worker = _Worker(self._root)
             self._started.append(worker)
         try:
-            return worker.run(args)
-        finally:
+            outcomes = worker.run(args)
+        except WorkerLost:
+            worker.close()  # dead: the next task starts another
+            raise
+        except BaseException:  # what `prepare` raised, carried back: the worker lives on
             self._idle.put(worker)
+            raise
+        self._idle.put(worker)
+        return outcomes
 
     def close(self) -> None:
         self._threads.shutdown(wait=True, cancel_futures=True)
@@ -250,6 +280,8 @@ def serve_worker() -> None:
     results = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    pickle.dump(_READY, results)
+    results.flush()
     tasks = sys.stdin.buffer
     while True:
         try:

@@ -3,6 +3,7 @@ sync writes, a stop ends the workers, and a small sync starts none."""
 
 from __future__ import annotations
 
+import io
 import os
 import pickle
 import subprocess
@@ -129,8 +130,10 @@ def test_a_worker_never_writes_to_the_servers_stdout():
     task = pickle.dumps((Path("."), [], 1 << 20, []))
     done = subprocess.run([sys.executable, "-c", hooked], input=task, capture_output=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert pickle.loads(done.stdout) == (True, [])
-    assert len(pickle.dumps((True, []), protocol=pickle.HIGHEST_PROTOCOL)) == len(done.stdout)
+    replies = io.BytesIO(done.stdout)
+    assert pickle.load(replies) == prepare._READY
+    assert pickle.load(replies) == (True, [])
+    assert replies.read() == b""
     assert b"printed" in done.stderr and b"written" in done.stderr
 
 
@@ -192,3 +195,20 @@ def test_a_workers_imports_never_come_from_the_workspace(tmp_path, monkeypatch):
     outcomes = list(prepared(root, entries, 1 << 20, lambda p: None, workers=2))
     assert not ran.exists()
     assert sum(isinstance(o, Prepared) for _, o in outcomes) == len(entries)
+
+
+def test_a_file_that_crashes_its_worker_is_skipped_and_the_rest_indexed(tmp_path, monkeypatch):
+    """A parser crash kills the process parsing: in a worker the sync outlives it, and only the
+    file that caused it is left out, with its reason."""
+    root = make_workspace(tmp_path / "ws")
+    (root / "src" / "crash_me.py").write_text("def boom():\n    pass\n")
+    entries = list(walk(root))
+    crashing = ("import os; from mcp_retrieval.indexers import prepare as p; f = p.prepare; "
+                "p.prepare = lambda root, e, *a: os._exit(3) if e.path.endswith('crash_me.py') else f(root, e, *a); "
+                "p.serve_worker()")
+    monkeypatch.setattr(prepare, "_WORKER_MAIN", crashing)
+    monkeypatch.setattr(prepare, "TASK_FILES", 4)
+    outcomes = dict((e.path, o) for e, o in prepared(root, entries, 1 << 20, lambda p: None, workers=2))
+    assert outcomes.pop("src/crash_me.py") == "worker_crashed"
+    assert len(outcomes) == len(entries) - 1
+    assert all(isinstance(o, Prepared) for o in outcomes.values())
