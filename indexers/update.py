@@ -202,14 +202,18 @@ class Indexer:
         result.duration_ms = _ms(started)
         return result
 
-    def _count_vector_writes(self, vectors: int, *, finished: bool) -> None:
-        """Compact the vector table when enough was written. Each write is a LanceDB version and
-        fragment (a first index's batches, the vector pass's, a save's); the background loop
-        embeds a few batches at a time, so writes are counted across calls. A finished backlog
-        compacts what a bulk pass wrote; a saved file's few vectors wait for OPTIMIZE_WRITES more
-        (compacting after each save was 60 of its 115 ms on sympy)."""
+    def _count_vector_writes(self, vectors: int) -> None:
+        """Each write is a LanceDB version and fragment (a first index's batches, the vector
+        pass's, a save's): counted across calls until `_compact_if_due` compacts them."""
         self._since_optimize += vectors
         self._writes_since_optimize += bool(vectors)
+
+    def _compact_if_due(self, *, finished: bool) -> None:
+        """Compact the vector table when enough was written. The background loop embeds a few
+        batches at a time, so writes are counted across calls. A finished backlog compacts what
+        a bulk pass (or a first index's workers) wrote; a saved file's few vectors wait for
+        OPTIMIZE_WRITES more (compacting after each save was 60 of its 115 ms on sympy). A sync
+        does not compact as it writes: every 4,096 vectors held ~20 MB more at sympy's peak."""
         if self._since_optimize >= OPTIMIZE_EVERY or (finished and self._since_optimize > 0 and (
                 self._since_optimize >= OPTIMIZE_BULK or self._writes_since_optimize >= OPTIMIZE_WRITES)):
             self.vectors.optimize()
@@ -295,10 +299,7 @@ class Indexer:
                 self.vectors.add(ids, [c.path for f in made for c in f.chunks], np.vstack([f.vectors for f in made]))
                 embedded = set(ids)
                 result.chunks_embedded += len(ids)
-                # counted, compacted after the sync (`embed_pending`): compacting as it wrote held
-                # ~20 MB more at sympy's peak
-                self._since_optimize += len(ids)
-                self._writes_since_optimize += 1
+                self._count_vector_writes(len(ids))  # compacted after the sync (`embed_pending`)
             timings["vectors"] += _ms(t0)
         t0 = time.perf_counter()
         tokens = [n for f in batch for n in counting.pop(f.record.path).result()] if batch else []
@@ -346,7 +347,8 @@ class Indexer:
                 if progress:
                     progress("vectors", embedded + reused, total)
             backlog_done = not self.store.counts()["vectors_pending"]
-            self._count_vector_writes(embedded + reused, finished=backlog_done)
+            self._count_vector_writes(embedded + reused)
+            self._compact_if_due(finished=backlog_done)
         if backlog_done and hasattr(self.embedder, "release"):
             self.embedder.release()  # the backlog is done: give the batch arena back while serving
         elif backlog_done and embedded + reused:

@@ -170,8 +170,9 @@ class VectorIndex:
             self._mirror_add(list(ids), list(paths), np.asarray(vectors, dtype=np.float32))
 
     def add(self, ids: Sequence[str], paths: Sequence[str], vectors: np.ndarray) -> None:
-        """Append rows whose ids the table does not hold (a chunk's id names its path, and its
-        path's rows were just deleted): no merge on id, which reads the table's ids each write."""
+        """Append rows whose ids the table does not hold (a chunk's id names its path, and that
+        path's rows were just deleted, or the table was empty when the sync began): no merge on
+        id, which reads the table's ids at each write."""
         if not ids:
             return
         with self._lock:
