@@ -17,13 +17,13 @@ import sqlite3
 import threading
 import time
 from collections.abc import Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
 from mcp_retrieval.indexers.memory import return_freed_memory
+from mcp_retrieval.indexers.transactions import write_transaction
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +248,7 @@ class EmbeddingCache:
                     if day != today:
                         stale.append(sha)
             if stale:  # a write lock only when there is something to mark (a first index's
-                with self._transaction():  # vectors, put today by the sync's workers, are not)
+                with write_transaction(self._db):  # vectors, put today by the sync's workers, are not)
                     self._mark_used(model, stale)
         return found
 
@@ -264,7 +264,7 @@ class EmbeddingCache:
         return [s for s in shas if s not in held]
 
     def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
-        with self._lock, self._transaction():
+        with self._lock, write_transaction(self._db):
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?)",
                                  [(model, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()])
             self._mark_used(model, items)
@@ -278,19 +278,6 @@ class EmbeddingCache:
                 self._rows_at_most = rows
             else:
                 self._rows_at_most += len(items)
-
-    @contextmanager
-    def _transaction(self):
-        """One commit for a batch: the connection autocommits each statement otherwise, and 20k
-        rows (a shared index's pulled embeddings) took 7.7 s to write, 0.4 s in one commit."""
-        self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield
-        except BaseException:
-            if self._db.in_transaction:  # not after SQLite ended it itself (disk full): keep the real error
-                self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
 
     def _mark_used(self, model: str, shas) -> None:
         today = _today()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from mcp_retrieval.indexers.chunk import Chunk
 from mcp_retrieval.indexers.languages import is_test_chunk
+from mcp_retrieval.indexers.transactions import write_transaction
 
 PRIORITY_LAST = 3  # embed order: 0 code, 1 tests, 2 prose, 3 generated (see `embed_priority`)
 
@@ -148,18 +149,11 @@ class Store:
 
     @contextmanager
     def _transaction(self):
-        """One commit for a write of many rows: the connection autocommits each statement
-        otherwise, and marking sympy's 40k chunks embedded took 4.3 s as 40k commits."""
+        """A write of many rows in one commit (`write_transaction`), under this store's lock."""
         with self._lock:
-            cur = self._db.cursor()
-            cur.execute("BEGIN IMMEDIATE")
             try:
-                yield cur
-                cur.execute("COMMIT")
-            except BaseException:
-                if self._db.in_transaction:  # SQLite ends it itself on some errors (disk full):
-                    cur.execute("ROLLBACK")  # a second ROLLBACK would hide the real cause
-                raise
+                with write_transaction(self._db) as cur:
+                    yield cur
             finally:
                 self._counts = None
 
