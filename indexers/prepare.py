@@ -121,9 +121,10 @@ def prepared(root: Path, entries: Sequence[FileEntry], max_bytes: int, old_sha: 
              *, workers: int | None = None, embedding: WorkerEmbedding | None = None
              ) -> Iterator[tuple[FileEntry, Outcome]]:
     """Each entry with its outcome, in the entries' order. The caller may stop iterating at any
-    time (a stop asked for): the workers end with the generator. A worker that cannot start or
-    dies hands its files back to this process, which prepares the rest itself. `embedding`:
-    workers (never this process: there the vector pass embeds) also embed the chunks."""
+    time (a stop asked for): the workers end with the generator. A worker that dies on a task is
+    replaced and the task's files are tried one by one (`_alone`); when a worker cannot start,
+    this process prepares the rest itself. `embedding`: workers (never this process: there the
+    vector pass embeds) also embed the chunks."""
     workers = pool_workers(len(entries)) if workers is None else workers
     pool = _Pool(workers, root) if workers else None
     waiting: deque[tuple[Sequence[FileEntry], Future | None]] = deque()
