@@ -171,7 +171,9 @@ class WorkerLost(Exception):
 def _alone(pool: _Pool, root: Path, entry: FileEntry, max_bytes: int, old_sha: Callable[[str], str | None],
            embedding: WorkerEmbedding | None) -> Outcome:
     """One file in a worker of its own task: a file whose worker dies (a parser crash, which
-    would take the server down in-process) is skipped with that reason; the sync goes on."""
+    would take the server down in-process) is skipped with that reason; the sync goes on. When no
+    worker can start to try it, the file is skipped too, not prepared here: it may be the one that
+    crashed, and a crash here ends the server (the next sync tries it again)."""
     try:
         return pool.submit((root, [entry], max_bytes, [old_sha(entry.path)], embedding)).result()[0]
     except WorkerLost as exc:
