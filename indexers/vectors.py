@@ -11,6 +11,7 @@ is no longer in the store are filtered by the caller.
 from __future__ import annotations
 
 import importlib.abc
+import importlib.util
 import logging
 import os
 import sys
@@ -101,16 +102,44 @@ def lancedb_module():
     errors only unless `LANCEDB_LOG` says otherwise: its warnings ("No existing dataset at …, it
     will be created" on every new index) reach stderr unformatted and report nothing wrong."""
     os.environ.setdefault("LANCEDB_LOG", "error")
-    if "lancedb" not in sys.modules and "pandas" not in sys.modules:
-        blocker = _WithoutPandas()
-        sys.meta_path.insert(0, blocker)
-        try:
-            import lancedb
-        finally:
-            sys.meta_path.remove(blocker)
+    if "lancedb" not in sys.modules:
+        _defer_package_init(_NAMESPACE_CLIENT)
+        if "pandas" not in sys.modules:
+            blocker = _WithoutPandas()
+            sys.meta_path.insert(0, blocker)
+            try:
+                import lancedb
+            finally:
+                sys.meta_path.remove(blocker)
     import lancedb
 
     return lancedb
+
+
+# LanceDB imports this REST client's data models (`.models`); the package's own `__init__` also
+# imports its nine API modules, whose hundreds of pydantic-validated methods cost 1.2 s and 13 MB
+# at every start (a local or S3 table never calls them)
+_NAMESPACE_CLIENT = "lance_namespace_urllib3_client"
+
+
+def _defer_package_init(name: str) -> None:
+    """Puts package `name` in `sys.modules` without running its `__init__`: its submodules import
+    as usual (by its `__path__`), and the first read of a name the package itself defines runs
+    the `__init__` then, so nothing that uses it finds it incomplete."""
+    if name in sys.modules:
+        return
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.submodule_search_locations is None:
+        return
+    package = importlib.util.module_from_spec(spec)
+
+    def run_init(attribute: str):
+        package.__dict__.pop("__getattr__", None)
+        spec.loader.exec_module(package)
+        return getattr(package, attribute)
+
+    package.__getattr__ = run_init
+    sys.modules[name] = package
 
 
 class _WithoutPandas(importlib.abc.MetaPathFinder):

@@ -158,3 +158,26 @@ def test_compaction_after_this_process_s_writes_keeps_the_mirror_without_a_reloa
     other = VectorIndex(tmp_path / "lance", 8)  # another process's write is seen at the next check
     other.upsert(["x"], ["x.py"], unit(200)[None, :])
     assert index.search(unit(200), 1)[0][0] == "x" and index._columns is not columns
+
+
+def test_lancedb_loads_without_what_nothing_here_calls(tmp_path):
+    """In a fresh interpreter, as a server starts: LanceDB opens, writes and searches a table
+    without importing pandas or its REST namespace client's API modules (1.2 s and 13 MB at every
+    start), and that client package still answers in full when something asks for it."""
+    import subprocess
+    import sys
+
+    script = f"""
+import sys
+import numpy as np
+from mcp_retrieval.indexers.vectors import VectorIndex
+index = VectorIndex(__import__("pathlib").Path({str(tmp_path / "lance")!r}), 4)
+index.upsert(["a", "b"], ["a.py", "b.py"], np.eye(4, dtype=np.float32)[:2])
+assert index.search(np.eye(4, dtype=np.float32)[1], 1)[0][0] == "b"
+loaded = sorted(m for m in sys.modules if m == "pandas" or m.startswith("lance_namespace_urllib3_client.api"))
+assert not loaded, loaded
+import lance_namespace_urllib3_client as client
+assert client.ApiClient.__name__ == "ApiClient" and "lance_namespace_urllib3_client.api" in sys.modules
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
