@@ -10,11 +10,7 @@ is no longer in the store are filtered by the caller.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import logging
-import os
-import sys
 import threading
 import time
 from collections.abc import Sequence
@@ -25,6 +21,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from mcp_retrieval.indexers.lancedb_import import lancedb_module
 from mcp_retrieval.indexers.memory import return_freed_memory
 
 log = logging.getLogger(__name__)
@@ -95,63 +92,6 @@ def _top(sims: np.ndarray, k: int) -> np.ndarray:
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
-
-
-def lancedb_module():
-    """`lancedb`, imported on first use (its import costs about a second) with its Rust log at
-    errors only unless `LANCEDB_LOG` says otherwise: its warnings ("No existing dataset at …, it
-    will be created" on every new index) reach stderr unformatted and report nothing wrong."""
-    os.environ.setdefault("LANCEDB_LOG", "error")
-    if "lancedb" not in sys.modules:
-        _defer_package_init(_NAMESPACE_CLIENT)
-        if "pandas" not in sys.modules:
-            blocker = _WithoutPandas()
-            sys.meta_path.insert(0, blocker)
-            try:
-                import lancedb
-            finally:
-                sys.meta_path.remove(blocker)
-    import lancedb
-
-    return lancedb
-
-
-# LanceDB imports this REST client's data models (`.models`); the package's own `__init__` also
-# imports its nine API modules, whose hundreds of pydantic-validated methods cost 1.2 s and 13 MB
-# at every start (a local or S3 table never calls them)
-_NAMESPACE_CLIENT = "lance_namespace_urllib3_client"
-
-
-def _defer_package_init(name: str) -> None:
-    """Puts package `name` in `sys.modules` without running its `__init__`: its submodules import
-    as usual (by its `__path__`), and the first read of a name the package itself defines runs
-    the `__init__` then, so nothing that uses it finds it incomplete."""
-    if name in sys.modules:
-        return
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.submodule_search_locations is None:
-        return
-    package = importlib.util.module_from_spec(spec)
-
-    def run_init(attribute: str):
-        package.__dict__.pop("__getattr__", None)
-        spec.loader.exec_module(package)
-        return getattr(package, attribute)
-
-    package.__getattr__ = run_init
-    sys.modules[name] = package
-
-
-class _WithoutPandas(importlib.abc.MetaPathFinder):
-    """Makes pandas look absent while LanceDB is imported. pyarrow's dataset module and LanceDB
-    import it whenever it is installed (the tokenizer package brings it), 33 MB of the server's
-    memory for a library nothing here calls; both treat it as optional. pyarrow then keeps
-    believing it absent in this process (its `to_pandas` fails): nothing here converts."""
-
-    def find_spec(self, name, path=None, target=None):
-        if name == "pandas" or name.startswith("pandas."):
-            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
-        return None
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
