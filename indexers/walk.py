@@ -37,6 +37,10 @@ NOTEBOOK_SIZE_FACTOR = 20  # a notebook's outputs (figures as base64) are droppe
 # megabyte (RxJava's `Flowable.java`, 1.2 MB: 0.1 s to parse, chunk and read for the graph), and a
 # generated one that large is read as generated (an amalgamation's stamp, BENCHMARKS 64c).
 SOURCE_SIZE_FACTOR = 4
+# A file with a longer line is not read: minified code, a source map, an SVG's path, a data file on
+# one line. No agent reads such a line, and one chunk of it held megabytes (babel's minified test
+# fixture and its `Makefile.js`: +190 MiB in the server while its first index ran, BENCHMARKS 73b).
+MAX_LINE_CHARS = 20_000
 
 
 def size_limit(rel: str, max_bytes: int) -> int:
@@ -431,9 +435,10 @@ _UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
 
 def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -> tuple[str, str] | str:
     """(text, sha256 of the bytes) of a workspace file, or a skip reason (outside the root, not a
-    regular file, too large, unreadable, binary). Invalid UTF-8 is replaced, never fatal; a
-    byte-order mark is dropped, and a file with UTF-16's (what some Windows tools write: a C# or
-    PowerShell file, a `.rc`) is read as UTF-16 rather than skipped for its zero bytes."""
+    regular file, too large, unreadable, binary, `minified`: a line over MAX_LINE_CHARS). Invalid
+    UTF-8 is replaced, never fatal; a byte-order mark is dropped, and a file with UTF-16's (what
+    some Windows tools write: a C# or PowerShell file, a `.rc`) is read as UTF-16 rather than
+    skipped for its zero bytes."""
     got = read_inside(root, rel, size_limit(rel, max_bytes))
     if isinstance(got, str):
         return got
@@ -449,7 +454,14 @@ def read_source(root: Path, rel: str, max_bytes: int = DEFAULT_MAX_FILE_BYTES) -
             return "unreadable_notebook"
     else:
         text = got.data.decode("utf-8-sig", errors="replace")
+    if has_long_line(text):
+        return "minified"
     return without_private_keys(text), file_sha256(got.data)
+
+
+def has_long_line(text: str) -> bool:
+    """A line of more than MAX_LINE_CHARS characters (`read_source` skips the file)."""
+    return len(text) > MAX_LINE_CHARS and max(map(len, text.split("\n"))) > MAX_LINE_CHARS
 
 
 def files_on_disk(root: Path, limit: int = 2000) -> int:

@@ -435,3 +435,26 @@ def test_what_editors_and_patch_tools_leave_beside_a_file_is_not_indexed_unless_
     assert {e.path for e in walk(root, stats=stats, use_git=use_git)} == \
         {"src/cart.py"} | ({"src/legacy.c.orig"} if use_git else set())
     assert stats.skipped["editor_leftover"] == len(leftovers) + (0 if use_git else 1)
+
+
+def test_a_file_with_a_line_no_one_reads_is_skipped_as_minified(tmp_path):
+    """A minified bundle or an SVG's one-line path is no answer and held megabytes in one chunk:
+    skipped with its reason, as a file that changes into one is dropped; long lines of ordinary
+    code (a 5,000-character table) are read as ever."""
+    from tests.conftest import engine_over
+    from mcp_retrieval.indexers.walk import MAX_LINE_CHARS
+
+    bundle = "var a=1;" + ";".join(f"function f{i}(x){{return x+{i}}}" for i in range(2000)) + "\n"
+    assert len(bundle) > MAX_LINE_CHARS
+    engine = engine_over({"web/app.js": "function small() { return 1 }\n",
+                          "art/plot.svg": "<svg><path d='" + "L 1 2 " * 4000 + "'/></svg>\n",
+                          "src/table.py": "TABLE = [" + ", ".join(map(str, range(1200))) + "]\n\ndef lookup_entry(i):\n"
+                                          "    return TABLE[i]\n"}, tmp_path)
+    try:
+        (engine.config.root / "web" / "app.js").write_text(bundle)
+        result = engine.reindex()
+        assert result.skipped.get("minified") == 2 and result.files_removed == 1
+        assert set(engine.store.files()) == {"src/table.py"}  # the bundle's older, readable version is gone
+        assert Workspace.single(engine).packet("lookup_entry").items[0].path == "src/table.py"
+    finally:
+        engine.close()
