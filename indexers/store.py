@@ -199,6 +199,14 @@ class Store:
                                     (path,)).fetchall()
         return [_stored(r) for r in rows]
 
+    def chunks_of_definition(self, path: str, symbol: str, kind: str) -> list[StoredChunk]:
+        """The chunks of `path` that belong to definition `symbol` of `kind` (a split definition's
+        pieces; usually one), by start line: a file's other chunks and their texts are not read."""
+        with self._lock:
+            rows = self._db.execute(f"SELECT {_READ_COLUMNS} FROM chunks WHERE path=? AND symbol=? AND kind=? "
+                                    "ORDER BY start_line", (path, symbol, kind)).fetchall()
+        return [_stored(r) for r in rows]
+
     def iter_chunks(self, batch: int = 2_000):
         """Every chunk, by rowid in batches (the lexical index's rebuild reads them all once)."""
         for row in self._by_rowid(f"SELECT rowid, {_READ_COLUMNS} FROM chunks WHERE rowid > ? "

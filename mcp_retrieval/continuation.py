@@ -11,7 +11,7 @@ candidate as before. Definitions bigger than MAX_SHARE of the budget are left al
 in a wide window a long constructor brought whole by its pieces (weak ones among them, each at
 SHARE of the best) pushes the other files' candidates out (docs/BENCHMARKS-history.md 33f, 35d).
 
-Pure but for the `pieces_of` callback, which reads a file's stored chunks.
+Pure but for the `pieces_of` callback, which reads the stored chunks of one definition.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ ADJACENT = 2  # pieces of one definition follow each other within this many line
 
 def definition_pieces(chunk: StoredChunk, file_chunks: Sequence[StoredChunk]) -> list[StoredChunk]:
     """The contiguous run of same-symbol, same-kind chunks around `chunk` (itself included), in
-    line order; just `[chunk]` when it is not a piece of a split definition."""
+    line order; just `[chunk]` when it is not a piece of a split definition. `file_chunks`: the
+    file's chunks, or only those of `chunk`'s symbol and kind."""
     same = [c for c in file_chunks if c.symbol == chunk.symbol and c.kind == chunk.kind]
     same.sort(key=lambda c: c.start_line)
     at = next((i for i, c in enumerate(same) if c.id == chunk.id), None)
@@ -45,19 +46,16 @@ def definition_pieces(chunk: StoredChunk, file_chunks: Sequence[StoredChunk]) ->
 
 
 def with_continuations(candidates: Sequence[Candidate], budget: int,
-                       pieces_of: Callable[[str, str], Sequence[StoredChunk]]) -> list[Candidate]:
+                       pieces_of: Callable[[str, StoredChunk], Sequence[StoredChunk]]) -> list[Candidate]:
     """The pool with each head piece's siblings at SHARE of its score (added when missing, raised
-    when lower), best first."""
+    when lower), best first. `pieces_of(root, chunk)`: the stored chunks of `chunk`'s definition
+    (its file, symbol and kind)."""
     pool = list(candidates)
     by_id = {(c.root, c.chunk.id): c for c in pool}
-    files: dict[tuple[str, str], Sequence[StoredChunk]] = {}
     for c in pool[:HEAD]:  # a copy: the pieces appended below are not heads
         if not c.chunk.symbol:
             continue
-        key = (c.root, c.chunk.path)
-        if key not in files:
-            files[key] = pieces_of(*key)
-        run = definition_pieces(c.chunk, files[key])
+        run = definition_pieces(c.chunk, pieces_of(c.root, c.chunk))
         if len(run) < 2 or sum(p.tokens for p in run) > MAX_SHARE * budget:
             continue
         target = SHARE * c.score

@@ -335,11 +335,14 @@ class Workspace:
             result.debug = lead.engine.debug_report(lead.ranked, stages, notes, window.tokens)
         return result
 
-    def _stored_pieces(self, root: str, path: str) -> list:
-        """A file's stored chunks, for `continuation` (none for a file changed since it was indexed:
-        its pool chunks were read from disk, and the store's pieces may no longer match them)."""
+    def _stored_pieces(self, root: str, chunk) -> list:
+        """The stored chunks of a chunk's definition, for `continuation` (none for a file changed
+        since it was indexed: its pool chunks were read from disk, and the store's pieces may no
+        longer match them)."""
         engine = self.engines[root]
-        return [] if path in engine.pending_paths else engine.store.chunks_for_path(path)
+        if chunk.path in engine.pending_paths:
+            return []
+        return engine.store.chunks_of_definition(chunk.path, chunk.symbol, chunk.kind)
 
     @staticmethod
     def _weigh_files(query: str, candidates: list[Candidate], lead: Gathered

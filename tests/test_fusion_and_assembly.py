@@ -238,11 +238,14 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
         matched = Candidate(chunk=pieces[-1], score=1.0)  # the piece the question's words are in
         whole = sum(p.tokens for p in pieces)
         budget = int(whole / continuation.MAX_SHARE) + 1  # just big enough for the rule to bring it whole
-        pool = continuation.with_continuations([matched], budget, lambda root, path: eng.store.chunks_for_path(path))
+        def pieces_of(root, chunk):
+            return eng.store.chunks_of_definition(chunk.path, chunk.symbol, chunk.kind)
+
+        assert pieces_of("", pieces[0]) == pieces  # the store finds one definition's pieces alone
+        pool = continuation.with_continuations([matched], budget, pieces_of)
         assert pool[0] is matched and {c.chunk.id for c in pool[1:]} == {p.id for p in pieces[:-1]}
         assert all(c.score == continuation.SHARE for c in pool[1:])
-        assert len(continuation.with_continuations([matched], budget - 2,
-                                                   lambda root, path: eng.store.chunks_for_path(path))) == 1
+        assert len(continuation.with_continuations([matched], budget - 2, pieces_of)) == 1
 
         def shown():  # lexical tiers only (no vectors): the first piece holds none of the question's words
             return {c.start_line for c in Workspace.single(eng).context("redirect_budget retry is wrong", budget_tokens=budget).chunks
