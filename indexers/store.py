@@ -93,7 +93,7 @@ class Store:
         self._bulk: sqlite3.Connection | None = None  # the big reads' own connection (`_bulk_rows`)
         self._bulk_lock = threading.Lock()
         self._counts: dict[str, int] | None = None
-        self._counts_key: str | None = None
+        self._counts_key: int | None = None
         with self._lock:
             version = self._version()
             if version is not None and version != str(SCHEMA_VERSION):  # older layout: rebuild from scratch
@@ -263,10 +263,13 @@ class Store:
             cur.executemany("UPDATE chunks SET embedded=1 WHERE id=?", [(i,) for i in ids])
 
     def counts(self) -> dict[str, int]:
-        """Row counts, cached between writes of this process (answers ask on every call)."""
+        """Row counts, cached between writes (answers ask on every call): this process's writes
+        drop the cache; another process's (a second server on this index, its writer) change
+        SQLite's `data_version`, which is the cache's key."""
         with self._lock:
-            if self._counts is None or self.get_meta("last_updated") != self._counts_key:
-                self._counts_key = self.get_meta("last_updated")
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            if self._counts is None or version != self._counts_key:
+                self._counts_key = version
                 self._counts = self._count()
             return dict(self._counts)
 

@@ -106,7 +106,9 @@ class VectorIndex:
         directory.mkdir(parents=True, exist_ok=True)
         self.dim = dim
         self.ann_min_rows = ann_min_rows
-        self._db = lancedb.connect(str(directory))
+        # reads follow commits made by another process (a second server writing this index) within
+        # RELOAD_S; without an interval a table handle stays at the version it first read
+        self._db = lancedb.connect(str(directory), read_consistency_interval=timedelta(seconds=RELOAD_S))
         self._schema = pa.schema([("id", pa.string()), ("path", pa.string()),
                                   ("vector", pa.list_(pa.float32(), dim))])
         self._lock = threading.Lock()
@@ -116,6 +118,12 @@ class VectorIndex:
         self._drop_mirror()
 
     def _open(self):
+        """The table, made when absent: `exist_ok`, so a second server making it at the same moment
+        opens the other's instead of emptying it. One that cannot be opened (damaged) or holds
+        another model's dimension is made again empty; the store's flags are checked against it
+        (`health`)."""
+        if TABLE not in self._db.list_tables().tables:
+            return self._db.create_table(TABLE, schema=self._schema, exist_ok=True)
         try:
             table = self._db.open_table(TABLE)
             if table.schema.field("vector").type.list_size != self.dim:  # model changed: start over

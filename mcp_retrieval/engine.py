@@ -48,6 +48,10 @@ VERSION = "0.1.0"
 # wait again (eight repositories' 64,531 files: each question of the first 100 s waited 10 s;
 # BENCHMARKS 65e).
 FIRST_INDEX_WAIT_S = 10.0
+# Another process writing the index (a second server on the same root: two agent windows) makes
+# the background work wait and try again this often: it answers from the other's writes meanwhile,
+# and if the other stops half way (its window closed), this one finishes the index.
+BUSY_RETRY_S = 5.0
 TASKS = ("explain", "edit", "debug", "review")
 __all__ = ["BadRequest", "Engine"]
 
@@ -257,32 +261,42 @@ class Engine:
             self._first_index.clear()
 
         def work() -> None:
-            try:
-                self.indexer.open_vectors()  # LanceDB's import runs here, beside the host's handshake
+            waiting = False
+            while not self._stop.is_set():
+                try:
+                    index()
+                    return
+                except IndexBusy as exc:
+                    if not waiting:
+                        log.warning("%s: answering from it, and indexing here once it finishes", exc)
+                        waiting = True
+                    self._stop.wait(BUSY_RETRY_S)
+                except Exception:
+                    log.exception("background indexing failed; the previous index still answers")
+                    return
+
+        def index() -> None:
+            self.indexer.open_vectors()  # LanceDB's import runs here, beside the host's handshake
+            with self._work_lock:
+                self.indexing = True
+                try:
+                    self.indexer.sync(paths, full=full, should_stop=self._stop.is_set)
+                finally:
+                    self.indexing = False
+                    self._first_index.set()  # built or failed: no question waits on it any more
+            self.update_history()
+            while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
                 with self._work_lock:
-                    self.indexing = True
-                    try:
-                        self.indexer.sync(paths, full=full, should_stop=self._stop.is_set)
-                    finally:
-                        self.indexing = False
-                        self._first_index.set()  # built or failed: no question waits on it any more
-                self.update_history()
-                while not self._stop.is_set():  # a few batches at a time, so lexical updates can cut in
-                    with self._work_lock:
-                        done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
-                    if not done:
-                        break
-                if paths is None and not self._stop.is_set():  # the start's sync: warm is part of `ready`
-                    self._warming = True
-                    try:
-                        self.graph(wait=True)
-                        self.retriever.warm()
-                    finally:
-                        self._warming = False
-            except IndexBusy as exc:
-                log.warning("background index skipped: %s", exc)
-            except Exception:
-                log.exception("background indexing failed; the previous index still answers")
+                    done = sum(self.indexer.embed_pending(should_stop=self._stop.is_set, max_batches=4))
+                if not done:
+                    break
+            if paths is None and not self._stop.is_set():  # the start's sync: warm is part of `ready`
+                self._warming = True
+                try:
+                    self.graph(wait=True)
+                    self.retriever.warm()
+                finally:
+                    self._warming = False
 
         self._background = threading.Thread(target=work, name="mcp-retrieval-index", daemon=True)
         self._background.start()

@@ -245,3 +245,44 @@ def test_the_walk_never_yields_a_file_outside_the_root_or_not_regular(tmp_path_f
         got = read_inside(real_root, entry.path, size_limit(entry.path, DEFAULT_MAX_FILE_BYTES))
         assert not isinstance(got, str), (entry.path, got)
         assert SECRET.encode() not in got.data
+
+
+@pytest.mark.timeout(120)
+def test_a_second_server_on_one_index_answers_from_the_writers_vectors_and_finishes_what_it_left(
+        config, workspace, tmp_path, monkeypatch):
+    """Two agent windows on one project start two servers on one index: the one that finds the
+    other writing waits, meanwhile answering with what the writer commits (its counts, its
+    vectors: a table opened empty used to stay empty to it, `lexical_only` for good), and indexes
+    itself once the lock is free."""
+    from mcp_retrieval import engine as engine_module
+    from mcp_retrieval.engine import Engine
+    from mcp_retrieval.indexers import vectors
+    from mcp_retrieval.indexers.embed import HashEmbedder
+    from mcp_retrieval.indexers.locks import WriteLock
+
+    monkeypatch.setattr(vectors, "RELOAD_S", 0.0)  # follow the other's commits at once
+    monkeypatch.setattr(engine_module, "BUSY_RETRY_S", 0.2)
+    config.cache_dir = tmp_path / "cache"
+    writer, second = Engine(config, embedder=HashEmbedder()), Engine(config, embedder=HashEmbedder())
+    try:
+        assert second.indexer.open_vectors() is not None and second.status().state == "empty"  # opened first
+        writer.indexer.sync()  # the writer's lexical pass, then its vectors
+        assert second.status().vectors_pending == writer.status().chunks > 0
+        writer.indexer.embed_pending()
+        assert writer.status().state == "ready"
+        mirrored = second.status()
+        assert (mirrored.state, mirrored.chunks, mirrored.vectors_pending) == ("ready", writer.status().chunks, 0)
+        dense = {s.name: s.status for s in
+                 Workspace.single(second).packet("apply_discount", debug=True).debug.stages}["dense"]
+        assert dense == "done"
+
+        (workspace / "src" / "shop" / "loyalty.py").write_text("def award_loyalty_points(order):\n    return 10\n")
+        with WriteLock(config.index_dir / "write.lock"):  # the writer again, mid-update
+            second.start_background()
+            time.sleep(0.5)
+            assert "src/shop/loyalty.py" not in second.store.files()
+        assert wait_for(lambda: second.status().state == "ready" and "src/shop/loyalty.py" in second.store.files(),
+                        timeout=30)
+    finally:
+        second.close()
+        writer.close()
