@@ -149,14 +149,22 @@ def order_for_reading(placed: Sequence[Placed], file_order: Mapping[tuple[str, s
                       ) -> list[Placed]:
     """Files in `file_order` (a score per (root, path), higher first: the learned file ranker's, as
     `packet` orders them), else and on a tie in order of their strongest chunk; inside a file that
-    chunk first (the answer leads), then the file's other chunks in line order."""
+    chunk first (the answer leads) with the other pieces of its definition when it was split
+    (`continuation`), all in line order, so a definition reads from its first line; then the
+    file's other chunks in line order."""
     best: dict[tuple[str, str], float] = {}
+    lead: dict[tuple[str, str], tuple] = {}  # each file's strongest chunk's definition: (symbol, kind)
     for p in placed:
-        best[_file(p)] = max(best.get(_file(p), float("-inf")), p.candidate.score)
+        if p.candidate.score > best.get(_file(p), float("-inf")):
+            best[_file(p)] = p.candidate.score
+            lead[_file(p)] = (p.candidate.chunk.symbol or p.candidate.chunk.id, p.candidate.chunk.kind)
     rank = file_order or {}
-    return sorted(placed, key=lambda p: (-rank.get(_file(p), 0.0), -best[_file(p)], _file(p),
-                                         p.candidate.score < best[_file(p)], p.candidate.chunk.start_line,
-                                         p.candidate.chunk.id))
+
+    def leads(p: Placed) -> bool:
+        return (p.candidate.chunk.symbol or p.candidate.chunk.id, p.candidate.chunk.kind) == lead[_file(p)]
+
+    return sorted(placed, key=lambda p: (-rank.get(_file(p), 0.0), -best[_file(p)], _file(p), not leads(p),
+                                         p.candidate.chunk.start_line, p.candidate.chunk.id))
 
 
 def render_window(placed: Sequence[Placed], head: str = "", layout: Layout = FRONTIER) -> str:

@@ -248,9 +248,9 @@ def test_a_window_shows_the_rest_of_a_split_function_the_question_matched_half_o
         assert len(continuation.with_continuations([matched], budget - 2, pieces_of)) == 1
 
         def shown():  # lexical tiers only (no vectors): the first piece holds none of the question's words
-            return {c.start_line for c in Workspace.single(eng).context("redirect_budget retry is wrong", budget_tokens=budget).chunks
-                    if c.path == "client.py"}
-        assert pieces[0].start_line in shown()  # wired into `context`
+            return [c.start_line for c in Workspace.single(eng).context("redirect_budget retry is wrong", budget_tokens=budget).chunks
+                    if c.path == "client.py"]
+        assert shown() == [p.start_line for p in pieces]  # wired into `context`, and read from its first line
         eng.config.rules = Rules(continuations=False)
         assert pieces[0].start_line not in shown()
     finally:
