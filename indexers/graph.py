@@ -14,7 +14,7 @@ import functools
 import re
 from array import array
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from rapidfuzz import fuzz, process
@@ -156,6 +156,26 @@ class CodeGraph:
         edges = Edges(key // width // max(len(nodes), 1), key // width % max(len(nodes), 1),
                       (key % width).astype(np.int8), types)
         return cls(nodes, edges, sorted(set(external)))
+
+    def with_lines(self, lines: dict[str, tuple[int, int]]) -> bool:
+        """Take each definition's new (start, end) lines, `lines` holding every node's: what a
+        saved file whose definitions and references stayed the same changes here (building the
+        graph again costs seconds on a large repository, this a few milliseconds). False, and
+        nothing changed, when the nodes are not exactly those of `lines` or their new lines break
+        the (path, start line) order that `nodes_in` searches."""
+        if len(lines) != len(self.nodes):
+            return False
+        moved = list(self.nodes)
+        for i, n in enumerate(self.nodes):
+            new = lines.get(n.id)
+            if new is None:
+                return False
+            if new != (n.start_line, n.end_line):
+                moved[i] = replace(n, start_line=new[0], end_line=new[1])
+        if any((a.path, a.start_line) > (b.path, b.start_line) for a, b in zip(moved, moved[1:])):
+            return False
+        self.nodes = moved  # one assignment: a reader sees the old list or the new
+        return True
 
     def provides(self, spec: str, package: str | None = None, entry: str | None = None) -> int | None:
         """The file of this root another root's import spec names, if any: a Python module

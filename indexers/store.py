@@ -170,10 +170,12 @@ class Store:
                       chunks: Sequence[tuple[Chunk, int]], symbols: Sequence[tuple], edges: Sequence[tuple],
                       embedded_ids: set[str] = frozenset()) -> None:
         """Atomically replace everything stored for these files (manifest row last). When files
-        come or go, `paths_changed` is stamped in the same transaction (`paths_stamp`)."""
+        come or go, `paths_changed` is stamped in the same transaction (`paths_stamp`); when their
+        definitions or references changed, not only their lines, `graph_changed` (`graph_stamp`)."""
         paths = list(dict.fromkeys([*removed, *(r.path for r, _ in records)]))
         with self._transaction() as cur:
             listed = {r[0] for r in self._rows_in("SELECT path FROM files", "path", paths)}  # in this transaction
+            reshaped = self._reshapes(paths, symbols, edges)
             for table in ("chunks", "symbols", "edges", "files"):
                 cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
             cur.executemany(
@@ -187,7 +189,24 @@ class Store:
                             [(r.path, r.size, r.mtime_ns, r.sha256, lang, now) for r, lang in records])
             if listed != {r.path for r, _ in records}:
                 cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('paths_changed', ?)", (repr(now),))
+            if reshaped or listed != {r.path for r, _ in records}:
+                cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('graph_changed', ?)", (repr(now),))
         self.set_meta("last_updated", str(time.time()))
+
+    def _reshapes(self, paths: Sequence[str], symbols: Sequence[tuple], edges: Sequence[tuple]) -> bool:
+        """Whether writing these rows for `paths` changes what the code graph is made of, lines
+        aside: the definitions (id, name, qualified name, kind; `symbols` rows are (id, path,
+        name, qualname, kind, start, end)) or the references (path, source, target, type)."""
+        definitions = {(s[0], s[2], s[3], s[4]) for s in symbols}
+        if set(self._rows_in("SELECT id, name, qualname, kind FROM symbols", "path", paths)) != definitions:
+            return True  # (a first index: every batch, without reading its references)
+        return set(self._rows_in("SELECT path, source, target, type FROM edges", "path", paths)) != {
+            e[:4] for e in edges}
+
+    def graph_stamp(self) -> str | None:
+        """When a write last changed the code graph's definitions or references (`replace_files`);
+        a write that moved only lines leaves it."""
+        return self.get_meta("graph_changed")
 
     # --- chunks ------------------------------------------------------------------------
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, StoredChunk]:
@@ -330,6 +349,10 @@ class Store:
         """(id, path, name, qualname, kind, start line, end line) of every symbol, by path and line."""
         return self._bulk_rows("SELECT id, path, name, qualname, kind, start_line, end_line FROM symbols "
                                "ORDER BY path, start_line", ())
+
+    def symbol_lines(self) -> dict[str, tuple[int, int]]:
+        """id -> (start line, end line) of every symbol (the graph's nodes after a save moved them)."""
+        return {r[0]: (r[1], r[2]) for r in self._bulk_rows("SELECT id, start_line, end_line FROM symbols", ())}
 
     def definition_counts(self, names: Sequence[str]) -> dict[str, int]:
         """name -> how many definitions (not files) carry it, for the names that have any."""

@@ -171,3 +171,26 @@ def test_a_go_call_into_the_standard_library_is_no_call_of_a_workspace_namesake(
     callers = ids(engine.query_graph("Middlewares.HandlerFunc", relation="callers"))
     assert "mw/recover.go::Recoverer" not in callers  # `http` is the standard library's
     assert "mw/recover.go::Chained" in callers  # a module path's package may still be the workspace's
+
+
+def test_a_save_that_moves_lines_updates_the_graph_without_building_it_again(engine, workspace):
+    """Most saves change a body, not what the file defines or references: the graph takes the new
+    lines (building it again costs seconds on a large repository); a save that adds a definition
+    or a call builds it again."""
+    pricing = workspace / "src" / "shop" / "pricing.py"
+    graph = engine.graph(wait=True)
+    node = graph.index["src/shop/pricing.py::apply_discount"]
+    start = graph.nodes[node].start_line
+    pricing.write_text('"""Prices, discounts and tax."""\n# rounding: see with_tax\n\n' + pricing.read_text().split("\n", 1)[1])
+    engine.reindex(["src/shop/pricing.py"])
+    assert engine.graph(wait=True) is graph and graph.nodes[node].start_line == start + 2
+    assert node in graph.nodes_in("src/shop/pricing.py", start + 2, start + 2)
+    called = ids(engine.query_graph("apply_discount", relation="callees"))
+    pricing.write_text(pricing.read_text().replace("        return amount / 2", "        return with_tax(amount) / 2"))
+    engine.reindex(["src/shop/pricing.py"])  # a new call: the same definitions, another reference
+    rebuilt = engine.graph(wait=True)
+    assert rebuilt is not graph
+    assert ids(engine.query_graph("apply_discount", relation="callees")) - called == {"src/shop/pricing.py::with_tax"}
+    pricing.write_text(pricing.read_text() + "\n\ndef net_of_tax(amount: float) -> float:\n    return amount / 1.2\n")
+    engine.reindex(["src/shop/pricing.py"])  # a new definition
+    assert engine.graph(wait=True) is not rebuilt and "src/shop/pricing.py::net_of_tax" in engine.graph().index
