@@ -160,7 +160,7 @@ class CodeGraph:
     def with_lines(self, lines: dict[str, tuple[int, int]]) -> bool:
         """Take each definition's new (start, end) lines, `lines` holding every node's: what a
         saved file whose definitions and references stayed the same changes here (building the
-        graph again costs seconds on a large repository, this a few milliseconds). False, and
+        graph again costs seconds on a large repository, this a fraction of one). False, and
         nothing changed, when the nodes are not exactly those of `lines` or their new lines break
         the (path, start line) order that `nodes_in` searches."""
         if len(lines) != len(self.nodes):
