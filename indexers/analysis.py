@@ -55,6 +55,11 @@ def terms(text: str) -> list[str]:
     return out
 
 
+def term_set(text: str) -> set[str]:
+    """`set(terms(text))`, each distinct identifier split once (a chunk repeats its names)."""
+    return {t for token in set(_IDENT.findall(text)) if len(token) <= MAX_TERM_LEN for t in _token_terms(token)}
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _token_terms(token: str) -> tuple[str, ...]:
     """One identifier's terms (itself, then its parts). Cached: a code base reuses a small

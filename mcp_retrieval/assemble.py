@@ -26,7 +26,7 @@ import numpy as np
 
 from mcp_retrieval import near_duplicates, rules
 from mcp_retrieval.doc_lines import elidable_runs
-from mcp_retrieval.indexers.analysis import terms
+from mcp_retrieval.indexers.analysis import term_set
 from mcp_retrieval.indexers.tokens import budget_counts, budget_tokens, byte_floor
 from mcp_retrieval.neutralize import neutralize
 from mcp_retrieval.retrieve import Candidate
@@ -228,7 +228,7 @@ def excerpt(text: str, query_terms: frozenset[str], max_tokens: int, first_line:
     documentation lines are matched alike (matching code first moved no window: BENCHMARKS 53a)."""
     lines = text.split("\n")
     sig = _signature_end(lines)
-    hits = sorted(((len(set(terms(line)) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
+    hits = sorted(((len(term_set(line) & query_terms), i) for i, line in enumerate(lines) if i >= sig),
                   key=lambda h: (-h[0], h[1]))
     hits = [i for n, i in hits if n > 0][:MAX_EXCERPT_HITS]
     if not hits:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from mcp_retrieval.indexers.analysis import STOPWORDS, terms
+from mcp_retrieval.indexers.analysis import STOPWORDS, term_set, terms
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.retrieve import Candidate
 
@@ -73,12 +73,12 @@ def gather(query: str, ranked: Sequence[Candidate], anchors_hit: set[str], ancho
     top chunk's coverage is the best over the question and these (a two-facet question's best
     chunk answers one facet). `known`: how many of some words the workspace's lexical index holds."""
     top = ranked[0]
-    have = set(terms(top.chunk.header + "\n" + top.chunk.text))
+    have = term_set(top.chunk.header + "\n" + top.chunk.text)
     wanted = salient_terms(query)
     coverage = max(_coverage(words, have) for words in (wanted, *map(salient_terms, restatements)))
     head: set[str] = set()
     for c in ranked[:HEAD_CHUNKS]:
-        head |= set(terms(c.chunk.header + "\n" + c.chunk.text))
+        head |= term_set(c.chunk.header + "\n" + c.chunk.text)
     known_words = known(wanted) / len(wanted) if known is not None and wanted else 1.0
     dense_top = max((c.raw.get("dense", 0.0) for c in ranked[:10]), default=0.0)
     head_lex = {c.chunk.id for c in sorted(ranked, key=lambda c: c.ranks.get("lexical", 10**6))[:5] if "lexical" in c.raw}

@@ -5,9 +5,12 @@ decision)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_retrieval import Config, Engine
 from mcp_retrieval.decide import Evidence, KnowModel, decide, shipped_models
+from mcp_retrieval.indexers.analysis import MAX_TERM_LEN, term_set, terms
 from mcp_retrieval.models import Know, Miss
 from mcp_retrieval.workspace import Workspace
 
@@ -75,3 +78,13 @@ def test_a_word_the_workspace_holds_in_another_form_is_known(lexical_engine):
     assert lexical.known(["discounting", "taxes", "halving"]) == 3  # the code says discount, tax, halves
     assert lexical.known(["mongolia", "walnuts", "discounts"]) == 1
     assert lexical.known(["applied"]) == 1  # the code says apply_discount: Snowball's stem is `appli`
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("abcXYZ_09 .\n(\u00e9"), max_size=300) | st.text(max_size=200))
+def test_a_texts_term_set_is_the_set_of_its_terms(text):
+    """`term_set` (the evidence reads chunks with it) splits each distinct identifier once; it must
+    find exactly the terms `terms` finds, an overlong identifier left out alike."""
+    long = "a" * (MAX_TERM_LEN + 1)
+    for sample in (text, f"{text} {long}"):
+        assert term_set(sample) == set(terms(sample))
