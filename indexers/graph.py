@@ -14,6 +14,7 @@ import functools
 import re
 from array import array
 from collections import defaultdict, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -131,31 +132,33 @@ class CodeGraph:
         nodes = [Node(id_, shared.setdefault(path, path), shared.setdefault(name, name), qual,
                       shared.setdefault(kind, kind), start, end)
                  for id_, path, name, qual, kind, start, end in store.symbols()]
-        resolver = _Resolver(nodes)
-        sources, targets_, codes = array("q"), array("q"), array("b")  # compact while resolving
-        external: list[tuple[int, str]] = []
-        found_types: dict[str, int] = {}
+        resolver, found = _Resolver(nodes), _Found()
         for imports in (True, False):  # imports first: they feed the alias maps
-            for path, source, target, typ in store.iter_edges(imports):
-                s = resolver.index.get(source)
-                if s is None:
-                    continue
-                code = found_types.setdefault(typ, len(found_types))
-                targets = resolver.resolve(path, source, target, typ)
-                for t in targets:
-                    if t != s:
-                        sources.append(s), targets_.append(t), codes.append(code)
-                if imports and not targets and not target.startswith((".", "/")):
-                    external.append((s, target.partition("=")[0]))  # what it imports, not the name bound
-        types = tuple(sorted(found_types))
-        renumber = np.array([types.index(typ) for typ in found_types] or [0], dtype=np.int64)
-        src, dst = np.frombuffer(sources, dtype=np.int64), np.frombuffer(targets_, dtype=np.int64)
-        code = renumber[np.frombuffer(codes, dtype=np.int8).astype(np.int64)] if len(codes) else np.zeros(0, np.int64)
-        width = max(len(types), 1)
-        key = np.unique((src * len(nodes) + dst) * width + code)  # distinct edges
-        edges = Edges(key // width // max(len(nodes), 1), key // width % max(len(nodes), 1),
-                      (key % width).astype(np.int8), types)
-        return cls(nodes, edges, sorted(set(external)))
+            found.add(resolver, store.iter_edges(imports), imports)
+        return cls(nodes, found.edges(len(nodes)), sorted(set(found.external)))
+
+    def with_references(self, store: Store, paths: Sequence[str]) -> "CodeGraph":
+        """This graph with the references made in `paths` resolved again (a file saved with a new
+        call or import, its definitions the same): its nodes as they are, the other files' edges
+        kept. A file's references resolve through the workspace's definitions and that file's own
+        imports only (`_Resolver`), so the result is the graph `load` builds (test)."""
+        changed = set(paths)
+        from_changed = np.array([n.path in changed for n in self.nodes], dtype=bool)
+        kept = self.edges()
+        keep = ~from_changed[kept.source]
+        resolver, found = _Resolver(self.nodes), _Found()
+        rows = store.edges_of(sorted(changed))
+        for imports in (True, False):
+            found.add(resolver, [r for r in rows if (r[3] == "import") == imports], imports)
+        external = [(s, spec) for s, spec in self.external if not from_changed[s]] + found.external
+        return CodeGraph(self.nodes, found.edges(len(self.nodes), Edges(kept.source[keep], kept.target[keep],
+                                                                           kept.code[keep], kept.types)),
+                         sorted(set(external)))
+
+    def edges(self) -> Edges:
+        """Every edge, as arrays (from the outgoing adjacency)."""
+        source = np.repeat(np.arange(len(self.out.ptr) - 1, dtype=np.int64), self.out.degree())
+        return Edges(source, self.out.neighbour.astype(np.int64), self.out.code, self.out.types)
 
     def with_lines(self, lines: dict[str, tuple[int, int]]) -> bool:
         """Take each definition's new (start, end) lines, `lines` holding every node's: what a
@@ -332,6 +335,45 @@ class CodeGraph:
                 break
         keep = set(found) | set(starts)
         return found, [e for e in dict.fromkeys(edges) if e[0] in keep and e[1] in keep], truncated
+
+
+class _Found:
+    """Raw edges resolved to node pairs, held compactly while a graph is built."""
+
+    def __init__(self) -> None:
+        self.sources, self.targets, self.codes = array("q"), array("q"), array("b")
+        self.types: dict[str, int] = {}  # type -> its code here, in order of first sight
+        self.external: list[tuple[int, str]] = []
+
+    def add(self, resolver: "_Resolver", rows, imports: bool) -> None:
+        """(path, source, target, type) rows: each resolved edge kept; an import nothing in the
+        workspace defines noted as external (what it imports, not the name bound)."""
+        for path, source, target, typ in rows:
+            s = resolver.index.get(source)
+            if s is None:
+                continue
+            code = self.types.setdefault(typ, len(self.types))
+            targets = resolver.resolve(path, source, target, typ)
+            for t in targets:
+                if t != s:
+                    self.sources.append(s), self.targets.append(t), self.codes.append(code)
+            if imports and not targets and not target.startswith((".", "/")):
+                self.external.append((s, target.partition("=")[0]))
+
+    def edges(self, size: int, also: Edges | None = None) -> Edges:
+        """The distinct edges found, with `also`'s, type codes in name order."""
+        names = sorted({*self.types, *(also.types if also is not None else ())})
+        renumber = np.array([names.index(typ) for typ in self.types] or [0], dtype=np.int64)
+        src, dst = np.frombuffer(self.sources, dtype=np.int64), np.frombuffer(self.targets, dtype=np.int64)
+        code = renumber[np.frombuffer(self.codes, dtype=np.int8).astype(np.int64)] if len(self.codes) else \
+            np.zeros(0, np.int64)
+        if also is not None:
+            moved = np.array([names.index(typ) for typ in also.types] or [0], dtype=np.int64)
+            src, dst = np.concatenate([src, also.source]), np.concatenate([dst, also.target])
+            code = np.concatenate([code, moved[also.code.astype(np.int64)]])
+        width, size = max(len(names), 1), max(size, 1)
+        key = np.unique((src * size + dst) * width + code)  # distinct edges
+        return Edges(key // width // size, key // width % size, (key % width).astype(np.int8), tuple(names))
 
 
 class _Resolver:

@@ -171,11 +171,12 @@ class Store:
                       embedded_ids: set[str] = frozenset()) -> None:
         """Atomically replace everything stored for these files (manifest row last). When files
         come or go, `paths_changed` is stamped in the same transaction (`paths_stamp`); when their
-        definitions or references changed, not only their lines, `graph_changed` (`graph_stamp`)."""
+        definitions or references changed, not only their lines, `graph_changed` or
+        `references_changed` (`graph_stamp`)."""
         paths = list(dict.fromkeys([*removed, *(r.path for r, _ in records)]))
         with self._transaction() as cur:
             listed = {r[0] for r in self._rows_in("SELECT path FROM files", "path", paths)}  # in this transaction
-            reshaped = self._reshapes(paths, symbols, edges)
+            reshaped = self._graph_change(paths, symbols, edges)
             for table in ("chunks", "symbols", "edges", "files"):
                 cur.executemany(f"DELETE FROM {table} WHERE path=?", [(p,) for p in paths])
             cur.executemany(
@@ -189,24 +190,29 @@ class Store:
                             [(r.path, r.size, r.mtime_ns, r.sha256, lang, now) for r, lang in records])
             if listed != {r.path for r, _ in records}:
                 cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('paths_changed', ?)", (repr(now),))
-            if reshaped or listed != {r.path for r, _ in records}:
+            if reshaped == "definitions" or listed != {r.path for r, _ in records}:
                 cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('graph_changed', ?)", (repr(now),))
+            elif reshaped == "references":
+                cur.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('references_changed', ?)", (repr(now),))
         self.set_meta("last_updated", str(time.time()))
 
-    def _reshapes(self, paths: Sequence[str], symbols: Sequence[tuple], edges: Sequence[tuple]) -> bool:
-        """Whether writing these rows for `paths` changes what the code graph is made of, lines
-        aside: the definitions (id, name, qualified name, kind; `symbols` rows are (id, path,
-        name, qualname, kind, start, end)) or the references (path, source, target, type)."""
+    def _graph_change(self, paths: Sequence[str], symbols: Sequence[tuple], edges: Sequence[tuple]) -> str | None:
+        """What writing these rows for `paths` changes of the code graph, lines aside: its
+        "definitions" (id, name, qualified name, kind; `symbols` rows are (id, path, name,
+        qualname, kind, start, end)), only its "references" (path, source, target, type), or
+        nothing (None)."""
         definitions = {(s[0], s[2], s[3], s[4]) for s in symbols}
         if set(self._rows_in("SELECT id, name, qualname, kind FROM symbols", "path", paths)) != definitions:
-            return True  # (a first index: every batch, without reading its references)
-        return set(self._rows_in("SELECT path, source, target, type FROM edges", "path", paths)) != {
-            e[:4] for e in edges}
+            return "definitions"  # (a first index: every batch, without reading its references)
+        if set(self._rows_in("SELECT path, source, target, type FROM edges", "path", paths)) != {e[:4] for e in edges}:
+            return "references"
+        return None
 
-    def graph_stamp(self) -> str | None:
-        """When a write last changed the code graph's definitions or references (`replace_files`);
-        a write that moved only lines leaves it."""
-        return self.get_meta("graph_changed")
+    def graph_stamp(self) -> tuple[str | None, str | None]:
+        """When a write last changed the code graph's definitions (or files came or went), and when
+        one last changed only references (`replace_files`); a write that moved only lines leaves
+        both."""
+        return self.get_meta("graph_changed"), self.get_meta("references_changed")
 
     # --- chunks ------------------------------------------------------------------------
     def chunks_by_id(self, ids: Sequence[str]) -> dict[str, StoredChunk]:
@@ -375,6 +381,16 @@ class Store:
         for row in self._by_rowid("SELECT rowid, path, source, target, type FROM edges WHERE rowid > ? AND "
                                   f"type {'=' if imports else '!='} 'import' ORDER BY rowid LIMIT ?", batch):
             yield row[1:]
+
+    def edges_of(self, paths: Sequence[str]) -> list[tuple]:
+        """(path, source, target, type) of these files' raw edges, in the order `iter_edges` reads
+        them (by rowid)."""
+        rows = sorted(self._rows_in("SELECT rowid, path, source, target, type FROM edges", "path", paths))
+        return [r[1:] for r in rows]
+
+    def paths_indexed_after(self, moment: float) -> list[str]:
+        """The files written after `moment` (a `time.time()`), by this process or another."""
+        return [r[0] for r in self.query("SELECT path FROM files WHERE indexed_at > ?", (moment,))]
 
     def _by_rowid(self, sql: str, batch: int):
         """The rows of `sql` (rowid first; its parameters the last rowid seen and the batch size),

@@ -84,7 +84,8 @@ class Engine:
                                         timeout_s=config.understand_timeout_s)
         self._graph: CodeGraph | None = None
         self._graph_key: str | None = None
-        self._graph_shape: str | None = None  # the store's `graph_stamp` the graph was built at
+        self._graph_stamp: tuple = (None, None)  # the store's `graph_stamp` the graph is as of
+        self._graph_time = 0.0  # when the store was read for it (files written after: newer)
         self._graph_lock = threading.Lock()
         self._graph_pending = threading.Lock()  # held while a background rebuild is waiting or running
         self._work_lock = threading.Lock()  # one index writer at a time inside this process
@@ -171,20 +172,25 @@ class Engine:
             self._graph_pending.release()
 
     def _reload_graph(self, key: str | None) -> None:
-        """The graph as of index version `key`: built again when the definitions or references
-        changed since it was built (the store's `graph_stamp`); when a write moved only lines (most
-        saves), the same graph takes the new lines (sympy: 0.2 s, where building took 3-4 s; 73e)."""
+        """The graph as of index version `key`: built again when definitions changed since it was
+        built (the store's `graph_stamp`); else it takes the new lines (a body edited: 0.2 s on
+        sympy, where building took 3-4 s; 73e) and, when references changed too (a call or an
+        import added), the references of the files written since are resolved again (73g)."""
         with self._graph_lock:
             if self._graph is not None and key == self._graph_key:
                 return
-            shape = self.store.graph_stamp()  # read first: a change made during the build moves it
-            if (self._graph is not None and shape == self._graph_shape
-                    and self._graph.with_lines(self.store.symbol_lines())):
-                self._graph_key = key
-                return
-            graph = CodeGraph.load(self.store)
-            graph_fusion.prepare(graph)  # its walk arrays too, before any question meets it
-            self._graph, self._graph_key, self._graph_shape = graph, key, shape
+            began = time.time()
+            definitions, references = self.store.graph_stamp()  # read first: a change made meanwhile moves them
+            graph = self._graph
+            if graph is not None and definitions == self._graph_stamp[0] and graph.with_lines(self.store.symbol_lines()):
+                if references != self._graph_stamp[1]:
+                    graph = graph.with_references(self.store, self.store.paths_indexed_after(self._graph_time))
+                    graph_fusion.prepare(graph)
+            else:
+                graph = CodeGraph.load(self.store)
+                graph_fusion.prepare(graph)  # its walk arrays too, before any question meets it
+            self._graph, self._graph_key = graph, key
+            self._graph_stamp, self._graph_time = (definitions, references), began
             del graph
             return_freed_memory()  # the build's temporaries and the previous graph
 

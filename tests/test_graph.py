@@ -173,12 +173,26 @@ def test_a_go_call_into_the_standard_library_is_no_call_of_a_workspace_namesake(
     assert "mw/recover.go::Chained" in callers  # a module path's package may still be the workspace's
 
 
-def test_a_save_that_moves_lines_updates_the_graph_without_building_it_again(engine, workspace):
-    """Most saves change a body, not what the file defines or references: the graph takes the new
-    lines (building it again costs seconds on a large repository); a save that adds a definition
-    or a call builds it again."""
+def same_graph(a, b) -> bool:
+    """The same nodes, edges (with their types) and unresolved imports."""
+    import numpy as np
+
+    ea, eb = a.edges(), b.edges()
+    return ([n.id for n in a.nodes] == [n.id for n in b.nodes] and a.external == b.external and ea.types == eb.types
+            and all(np.array_equal(x, y) for x, y in [(ea.source, eb.source), (ea.target, eb.target), (ea.code, eb.code)]))
+
+
+def test_a_save_updates_the_graph_it_changes_without_building_it_again(engine, workspace, monkeypatch):
+    """Building the graph costs seconds on a large repository, and most saves change a body: the
+    graph takes the new lines; a save that adds a call or an import resolves that file's references
+    again; either way it is the graph a build gives. A new definition builds it again."""
+    from mcp_retrieval.indexers.graph import CodeGraph
+
     pricing = workspace / "src" / "shop" / "pricing.py"
     graph = engine.graph(wait=True)
+    builds = []
+    load = CodeGraph.load.__func__
+    monkeypatch.setattr(CodeGraph, "load", classmethod(lambda cls, store: builds.append(1) or load(cls, store)))
     node = graph.index["src/shop/pricing.py::apply_discount"]
     start = graph.nodes[node].start_line
     pricing.write_text('"""Prices, discounts and tax."""\n# rounding: see with_tax\n\n' + pricing.read_text().split("\n", 1)[1])
@@ -186,11 +200,13 @@ def test_a_save_that_moves_lines_updates_the_graph_without_building_it_again(eng
     assert engine.graph(wait=True) is graph and graph.nodes[node].start_line == start + 2
     assert node in graph.nodes_in("src/shop/pricing.py", start + 2, start + 2)
     called = ids(engine.query_graph("apply_discount", relation="callees"))
-    pricing.write_text(pricing.read_text().replace("        return amount / 2", "        return with_tax(amount) / 2"))
-    engine.reindex(["src/shop/pricing.py"])  # a new call: the same definitions, another reference
-    rebuilt = engine.graph(wait=True)
-    assert rebuilt is not graph
+    pricing.write_text(pricing.read_text().replace("        return amount / 2", "        return with_tax(amount) / 2")
+                       .replace('"""Prices', 'import math\n"""Prices', 1))
+    engine.reindex(["src/shop/pricing.py"])  # a new call and import: the same definitions, other references
+    updated = engine.graph(wait=True)
+    assert updated is not graph and not builds
     assert ids(engine.query_graph("apply_discount", relation="callees")) - called == {"src/shop/pricing.py::with_tax"}
+    assert same_graph(updated, load(CodeGraph, engine.store))
     pricing.write_text(pricing.read_text() + "\n\ndef net_of_tax(amount: float) -> float:\n    return amount / 1.2\n")
     engine.reindex(["src/shop/pricing.py"])  # a new definition
-    assert engine.graph(wait=True) is not rebuilt and "src/shop/pricing.py::net_of_tax" in engine.graph().index
+    assert engine.graph(wait=True) is not updated and builds and "src/shop/pricing.py::net_of_tax" in engine.graph().index
