@@ -368,9 +368,9 @@ class _Found:
         code = renumber[np.frombuffer(self.codes, dtype=np.int8).astype(np.int64)] if len(self.codes) else \
             np.zeros(0, np.int64)
         if also is not None:
-            moved = np.array([names.index(typ) for typ in also.types] or [0], dtype=np.int64)
+            recode = np.array([names.index(typ) for typ in also.types] or [0], dtype=np.int64)
             src, dst = np.concatenate([src, also.source]), np.concatenate([dst, also.target])
-            code = np.concatenate([code, moved[also.code.astype(np.int64)]])
+            code = np.concatenate([code, recode[also.code.astype(np.int64)]])
         width, size = max(len(names), 1), max(size, 1)
         key = np.unique((src * size + dst) * width + code)  # distinct edges
         return Edges(key // width // size, key // width % size, (key % width).astype(np.int8), tuple(names))
