@@ -44,7 +44,8 @@ from mcp_retrieval.indexers.languages import GRAMMAR_LANGUAGES, parser
 # `type ( ... )` group is a definition, not the first alone (69e). 17: lines end at "\n" alone
 # (`source_lines`), as tree-sitter's rows do: a form feed no longer shifts the chunks below it (70d).
 # 18: a file with a line over `walk.MAX_LINE_CHARS` is not read (minified; 73b): an index made
-# before holds such files' chunks, and only a full re-read drops them.
+# before holds such files' chunks, and only a full re-read drops them; and a JavaScript or
+# TypeScript `require('./x')` is an import edge (73h).
 CHUNKER_VERSION = "18"
 MAX_CHARS = 2400  # ~600 tokens: big enough for a whole method, small enough to rank precisely
 MIN_CHARS = 120  # only tiny neighbours (one-liners, getters) are merged; symbols stay precise

@@ -473,6 +473,8 @@ class _Resolver:
         module, _, name = spec.partition(":")
         if not name:
             files = self._module(path, module)
+            if path.endswith(_JS_EXTS):  # a bare package name (`router`): a workspace package of it, not
+                files = [f for f in files if module in self.nodes[f].path.split("/")[:-1]]  # `app.router.js`
             if files:
                 local = alias or module.split(".")[0]
                 self.aliases[path][local] = files[0] if alias or "." not in module else files[0]

@@ -159,6 +159,26 @@ def test_a_javascript_call_into_an_imported_package_is_no_call_of_a_workspace_na
     assert "web/stream.ts::pipe" not in from_callers and "web/stream.ts::headers" in from_callers
 
 
+def test_commonjs_requires_are_imports(engine, workspace):
+    """`require('./application')` links a CommonJS file to the file it loads, as an ES import does
+    (express's `lib/express.js` had no imports); a package (`router`) is no file whose name ends in
+    it (`app.router.js`); a required package's calls are the package's; `require` is no call."""
+    (workspace / "node").mkdir()
+    (workspace / "node" / "application.js").write_text("exports.init = function init() { return 1; };\n"
+                                                         "function json(x) { return x; }\nexports.json = json;\n")
+    (workspace / "node" / "index.js").write_text(
+        "var app = require('./application');\nvar bodyParser = require('body-parser');\nvar Router = require('router');\n"
+        "const { join } = require('node:path');\n\n"
+        "function create() { app.init(); return bodyParser.json(); }\nmodule.exports = create;\n")
+    (workspace / "node" / "app.router.js").write_text("exports.route = function route() {};\n")  # not the package
+    engine.reindex()
+    assert ids(engine.query_graph("node/index.js", relation="imports")) == {"node/index.js", "node/application.js"}
+    assert "node/index.js" in ids(engine.query_graph("node/application.js", relation="imported_by"))
+    callees = ids(engine.query_graph("node/index.js::create", relation="callees"))
+    assert "node/application.js::json" not in callees  # `bodyParser.json()` is the package's
+    assert not any(i.endswith("require") for i in ids(engine.query_graph("node/index.js", relation="neighbors")))
+
+
 def test_a_go_call_into_the_standard_library_is_no_call_of_a_workspace_namesake(engine, workspace):
     (workspace / "mw").mkdir()
     (workspace / "mw" / "chain.go").write_text(

@@ -1,4 +1,4 @@
-(call_expression function: (identifier) @call)
+((call_expression function: (identifier) @call) (#not-eq? @call "require"))
 (call_expression function: (member_expression object: (_) @call.object property: (property_identifier) @call.attr))
 (new_expression constructor: (identifier) @call)
 (import_statement source: (string) @import)
@@ -9,3 +9,9 @@
 (extends_clause value: (identifier) @inherit)
 (implements_clause (type_identifier) @inherit)
 (type_annotation (type_identifier) @ref)
+; CommonJS: require('./x'); `const x = require('x')` also says whether calls of `x` go to a library
+((call_expression function: (identifier) @_require arguments: (arguments . (string) @import))
+ (#eq? @_require "require"))
+((variable_declarator name: (identifier) @import.alias
+   value: (call_expression function: (identifier) @_require arguments: (arguments . (string) @import)))
+ (#eq? @_require "require"))
