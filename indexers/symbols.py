@@ -58,11 +58,16 @@ def module_suffixes(path: str) -> list[str]:
     return [".".join(parts[i:]) for i in range(len(parts))]
 
 
+_SHARED_QUERIES = {"javascript": "ecmascript", "typescript": "ecmascript"}  # read first: patterns both hold
+
+
 @functools.cache
 def _query(language: str) -> Query | None:
     try:
         name = "typescript" if language == "tsx" else language  # TSX shares the TypeScript queries
-        source = resources.files("mcp_retrieval.indexers").joinpath(f"queries/{name}.scm").read_text()
+        files = resources.files("mcp_retrieval.indexers")
+        source = "".join(files.joinpath(f"queries/{part}.scm").read_text()
+                         for part in (_SHARED_QUERIES.get(name), name) if part)
         return Query(grammar(language), source)
     except Exception as exc:  # a missing or broken query file disables edges for that language only
         log.warning("no graph query for %s: %s", language, exc)

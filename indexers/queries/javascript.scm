@@ -1,15 +1,1 @@
-((call_expression function: (identifier) @call) (#not-eq? @call "require"))
-(call_expression function: (member_expression object: (_) @call.object property: (property_identifier) @call.attr))
-(new_expression constructor: (identifier) @call)
-(import_statement source: (string) @import)
-(import_statement (import_clause (identifier) @import.alias) source: (string) @import)
-(import_statement (import_clause (namespace_import (identifier) @import.alias)) source: (string) @import)
-(import_statement (import_clause (named_imports (import_specifier alias: (identifier) @import.alias))) source: (string) @import)
-(import_statement (import_clause (named_imports (import_specifier name: (identifier) @import.alias !alias))) source: (string) @import)
 (class_heritage (identifier) @inherit)
-; CommonJS: require('./x'); `const x = require('x')` also says whether calls of `x` go to a library
-((call_expression function: (identifier) @_require arguments: (arguments . (string) @import))
- (#eq? @_require "require"))
-((variable_declarator name: (identifier) @import.alias
-   value: (call_expression function: (identifier) @_require arguments: (arguments . (string) @import)))
- (#eq? @_require "require"))
