@@ -181,17 +181,21 @@ class Engine:
                 return
             began = time.time()
             definitions, references = self.store.graph_stamp()  # read first: a change made meanwhile moves them
-            graph = self._graph
-            if graph is not None and definitions == self._graph_stamp[0] and graph.with_lines(self.store.symbol_lines()):
-                if references != self._graph_stamp[1]:
-                    graph = graph.with_references(self.store, self.store.paths_indexed_after(self._graph_time))
-                    graph_fusion.prepare(graph)
-            else:
+            previous = self._graph
+            if previous is None or definitions != self._graph_stamp[0] or not previous.with_lines(
+                    self.store.symbol_lines()):
                 graph = CodeGraph.load(self.store)
-                graph_fusion.prepare(graph)  # its walk arrays too, before any question meets it
-            self._graph, self._graph_key = graph, key
+            elif references != self._graph_stamp[1]:
+                graph = previous.with_references(self.store, self.store.paths_indexed_after(self._graph_time))
+            else:
+                graph = previous  # its lines moved, in place
             self._graph_stamp, self._graph_time = (definitions, references), began
-            del graph
+            if graph is previous:
+                self._graph_key = key
+                return
+            graph_fusion.prepare(graph)  # its walk arrays too, before any question meets it
+            self._graph, self._graph_key = graph, key
+            del graph, previous
             return_freed_memory()  # the build's temporaries and the previous graph
 
     def close(self) -> None:
