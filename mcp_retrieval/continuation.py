@@ -52,10 +52,14 @@ def with_continuations(candidates: Sequence[Candidate], budget: int,
     (its file, symbol and kind)."""
     pool = list(candidates)
     by_id = {(c.root, c.chunk.id): c for c in pool}
+    stored: dict[tuple, Sequence[StoredChunk]] = {}  # a definition's pieces, read once for all its heads
     for c in pool[:HEAD]:  # a copy: the pieces appended below are not heads
         if not c.chunk.symbol:
             continue
-        run = definition_pieces(c.chunk, pieces_of(c.root, c.chunk))
+        key = (c.root, c.chunk.path, c.chunk.symbol, c.chunk.kind)
+        if key not in stored:
+            stored[key] = pieces_of(c.root, c.chunk)
+        run = definition_pieces(c.chunk, stored[key])
         if len(run) < 2 or sum(p.tokens for p in run) > MAX_SHARE * budget:
             continue
         target = SHARE * c.score
